@@ -1,0 +1,44 @@
+"""gradcompat: run one custom gradient through every TensorFlow mechanism and context, and compare.
+
+Importing `compat` is cheap: TensorFlow is imported only when a name that needs it is first used, so the
+static audit (`compat.audit`, `compat-audit`) never imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from compat._version import __version__
+
+# Public name -> module that defines it. Resolved lazily on first attribute access (PEP 562).
+_EXPORTS: dict[str, str] = {
+    "GradientSpec": "compat.spec",
+    "SpecError": "compat.spec",
+    "Upstream": "compat.results",
+    "VariantResult": "compat.results",
+    "STATUSES": "compat.results",
+    "run": "compat.runner",
+    "VARIANTS": "compat.variants",
+    "variant_names": "compat.variants",
+    "parse_variant": "compat.variants",
+    "MECHANISMS": "compat.mechanisms",
+    "CONTEXTS": "compat.contexts",
+    "NATIVE_VARIANTS": "compat.variants",
+    "is_native": "compat.variants",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'compat' has no attribute {name!r}; public names: {sorted(__all__)}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

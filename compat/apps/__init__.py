@@ -1,0 +1,1 @@
+"""absl apps: the console scripts `compat-check`, `compat-audit` and friends."""

@@ -1,0 +1,15 @@
+"""The execution-context registry: name -> where and how gradients are requested."""
+
+from __future__ import annotations
+
+from compat.contexts.base import Case, Context, Outcome
+from compat.contexts.eager import EagerTape
+from compat.contexts.function import FunctionGradients, FunctionTape
+from compat.contexts.graph_session import V1Session, V1Tape
+
+CONTEXTS: dict[str, Context] = {
+    context.name: context
+    for context in (V1Session(), V1Tape(), EagerTape(), FunctionTape(), FunctionGradients())
+}
+
+__all__ = ["CONTEXTS", "Case", "Context", "Outcome"]

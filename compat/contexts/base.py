@@ -1,0 +1,108 @@
+"""What every execution context provides: run built ops under downstreams and return input gradients."""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import tensorflow as tf
+
+from compat.downstream import Downstream
+from compat.mechanisms.base import BuiltOp
+
+Phase = Literal["build", "run"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Case:
+    """One gradient computation: a fresh op built by `build()`, fed `inputs`, under `downstream`.
+
+    `before_run` is called before each attempt to run the case (a context may retry a case alone after a
+    batched run failed), so run-time records start afresh.
+    """
+
+    build: Callable[[], BuiltOp]
+    inputs: tuple[np.ndarray, ...]
+    downstream: Downstream
+    before_run: Callable[[], None] = lambda: None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Outcome:
+    """Input gradients (dense numpy or None each), or the exception and the phase it was raised in."""
+
+    input_grads: tuple[np.ndarray | None, ...] | None = None
+    error: BaseException | None = None
+    phase: Phase | None = None
+
+
+class Context(abc.ABC):
+    """An execution context: where and how the gradient is requested (Session, tape, tf.function...)."""
+
+    name: str
+    summary: str
+
+    @abc.abstractmethod
+    def run(self, cases: Sequence[Case]) -> list[Outcome]:
+        """Run every case, as few graphs/traces as possible; one failing case never sinks the others."""
+
+    def __repr__(self) -> str:
+        return f"<context {self.name}>"
+
+
+def input_shape(value: np.ndarray, downstream: Downstream) -> list[int | None]:
+    shape: list[int | None] = list(value.shape)
+    if downstream.dynamic_batch and shape:
+        shape[0] = None
+    return shape
+
+
+def densify(grad: Any) -> Any:
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.convert_to_tensor(grad)
+    return grad
+
+
+def _second_order_target(grads: Sequence[Any]) -> Any:
+    terms = [tf.reduce_sum(tf.cast(densify(g), tf.float32)) for g in grads if g is not None]
+    if not terms:
+        raise ValueError("second order: no first-order gradient reached any input, nothing to differentiate")
+    return tf.add_n(terms)
+
+
+def _target_and_grad_ys(case: Case, inputs: Sequence[Any]) -> tuple[Any, Any]:
+    outputs = case.build()(*inputs)
+    target = case.downstream.loss(*outputs)
+    grad_ys = case.downstream.output_gradients(target) if case.downstream.output_gradients else None
+    return target, grad_ys
+
+
+def symbolic_gradients(case: Case, inputs: Sequence[Any], gradients: Callable[..., list[Any]]) -> list[Any]:
+    """Input gradients with a `tf.gradients`-style function (v1 or v2), first or second order."""
+    target, grad_ys = _target_and_grad_ys(case, inputs)
+    grads = gradients(target, list(inputs), grad_ys=grad_ys)
+    if case.downstream.order == 2:
+        grads = gradients(_second_order_target(grads), list(inputs))
+    return [densify(g) for g in grads]
+
+
+def tape_gradients(case: Case, inputs: Sequence[Any]) -> list[Any]:
+    """Input gradients with tf.GradientTape (nested tapes for second order), in any mode."""
+    second_order = case.downstream.order == 2
+    outer = tf.GradientTape() if second_order else contextlib.nullcontext()
+    with outer as outer_tape:
+        if second_order:
+            outer_tape.watch(list(inputs))
+        with tf.GradientTape() as tape:
+            tape.watch(list(inputs))
+            target, grad_ys = _target_and_grad_ys(case, inputs)
+        grads = tape.gradient(target, list(inputs), output_gradients=grad_ys)
+        if second_order:
+            total = _second_order_target(grads)
+    if second_order:
+        grads = outer_tape.gradient(total, list(inputs))
+    return [densify(g) for g in grads]

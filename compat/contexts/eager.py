@@ -1,0 +1,32 @@
+"""The eager context: tf.GradientTape on eager tensors, as TF2 code runs by default."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import tensorflow as tf
+
+from compat.contexts.base import Case, Context, Outcome, tape_gradients
+
+
+class EagerTape(Context):
+    name = "eager_tape"
+    summary = "eager tf.GradientTape"
+
+    def run(self, cases: Sequence[Case]) -> list[Outcome]:
+        return [self._run_one(case) for case in cases]
+
+    @staticmethod
+    def _run_one(case: Case) -> Outcome:
+        case.before_run()
+        try:
+            inputs = [tf.constant(value) for value in case.inputs]
+            grads = tape_gradients(case, inputs)
+        except Exception as exc:  # noqa: BLE001 - eager builds and runs at once: both are "run" here.
+            return Outcome(error=exc, phase="build" if _is_unsupported(exc) else "run")
+        return Outcome(input_grads=tuple(None if g is None else g.numpy() for g in grads))
+
+
+def _is_unsupported(exc: BaseException) -> bool:
+    """Eager raises before running anything when a graph-only API is used: that is not a run failure."""
+    return not isinstance(exc, tf.errors.OpError)

@@ -1,0 +1,74 @@
+"""tf.function contexts: trace every case into one tf.function and run it in one call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from compat.contexts.base import Case, Context, Outcome, input_shape, symbolic_gradients, tape_gradients
+
+
+class FunctionContext(Context):
+    """Gradients requested inside a `tf.function`; subclasses choose how."""
+
+    gradients: Callable[[Case, Sequence[Any]], list[Any]]
+
+    def run(self, cases: Sequence[Case]) -> list[Outcome]:
+        outcomes, failed = self._run_batch(cases, range(len(cases)))
+        if failed:  # the batch failed at run time: run each built case alone to attribute the failure
+            for index in failed:
+                single, _ = self._run_batch(cases, [index])
+                outcomes[index] = single[index]
+        return [outcomes[index] for index in range(len(cases))]
+
+    def _run_batch(self, cases: Sequence[Case], indices: Sequence[int]) -> tuple[dict[int, Outcome], list[int]]:
+        outcomes: dict[int, Outcome] = {}
+        signature = [tf.TensorSpec(input_shape(value, cases[index].downstream), tf.as_dtype(value.dtype))
+                     for index in indices for value in cases[index].inputs]
+        gradients = type(self).gradients
+
+        def body(*flat_inputs):
+            results = {}
+            position = 0
+            for index in indices:
+                inputs = flat_inputs[position: position + len(cases[index].inputs)]
+                position += len(inputs)
+                try:
+                    results[str(index)] = gradients(cases[index], inputs)
+                except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
+                    outcomes[index] = Outcome(error=exc, phase="build")
+            return results
+
+        function = tf.function(body, input_signature=signature, autograph=False)
+        try:
+            concrete = function.get_concrete_function()
+        except Exception as exc:  # noqa: BLE001
+            return {index: outcomes.get(index, Outcome(error=exc, phase="build")) for index in indices}, []
+        built = [index for index in indices if index not in outcomes]
+        for index in built:
+            cases[index].before_run()
+        try:
+            values = concrete(*[value for index in indices for value in cases[index].inputs])
+        except Exception as exc:  # noqa: BLE001
+            if len(built) > 1:
+                return outcomes, built
+            outcomes.update({index: Outcome(error=exc, phase="run") for index in built})
+            return outcomes, []
+        for index in built:
+            grads = values[str(index)]
+            outcomes[index] = Outcome(input_grads=tuple(None if g is None else g.numpy() for g in grads))
+        return outcomes, []
+
+
+class FunctionTape(FunctionContext):
+    name = "function_tape"
+    summary = "tf.GradientTape inside tf.function"
+    gradients = staticmethod(tape_gradients)
+
+
+class FunctionGradients(FunctionContext):
+    name = "function_gradients"
+    summary = "tf.gradients inside tf.function"
+    gradients = staticmethod(lambda case, inputs: symbolic_gradients(case, inputs, tf.gradients))

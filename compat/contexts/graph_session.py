@@ -1,0 +1,86 @@
+"""TF1 graph contexts: build every case in one fresh tf.Graph and fetch them in one Session.run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from compat.contexts.base import Case, Context, Outcome, input_shape, symbolic_gradients, tape_gradients
+
+GradientsFn = Callable[[Case, Sequence[Any]], list[Any]]
+
+
+class GraphSessionContext(Context):
+    """A `tf.compat.v1` graph run by a Session; subclasses choose how gradients are requested."""
+
+    gradients: GradientsFn
+
+    def run(self, cases: Sequence[Case]) -> list[Outcome]:
+        outcomes: list[Outcome | None] = [None] * len(cases)
+        graph = tf.Graph()
+        built: dict[int, tuple[list[Any], dict[Any, Any]]] = {}
+        with graph.as_default():
+            for index, case in enumerate(cases):
+                try:
+                    built[index] = self._build(case)
+                except Exception as exc:  # noqa: BLE001 - a case that cannot be built is a result.
+                    outcomes[index] = Outcome(error=exc, phase="build")
+        with tf.compat.v1.Session(graph=graph) as session:
+            outcomes_run = _run_together(session, cases, built)
+            if outcomes_run is None:  # the batch failed: run each case alone to find which ones fail
+                outcomes_run = {index: _run_alone(session, cases[index], *built[index]) for index in built}
+        for index, outcome in outcomes_run.items():
+            outcomes[index] = outcome
+        return outcomes  # type: ignore[return-value]
+
+    def _build(self, case: Case) -> tuple[list[Any], dict[Any, Any]]:
+        placeholders = [tf.compat.v1.placeholder(value.dtype, input_shape(value, case.downstream))
+                        for value in case.inputs]
+        grads = type(self).gradients(case, placeholders)
+        return grads, dict(zip(placeholders, case.inputs, strict=True))
+
+
+def _fetchable(grads: list[Any]) -> list[Any]:
+    return [g for g in grads if g is not None]
+
+
+def _unflatten(grads: list[Any], values: list[Any]) -> tuple[Any, ...]:
+    it = iter(values)
+    return tuple(None if g is None else next(it) for g in grads)
+
+
+def _run_together(session: tf.compat.v1.Session, cases: Sequence[Case],
+                  built: dict[int, tuple[list[Any], dict[Any, Any]]]) -> dict[int, Outcome] | None:
+    if not built:
+        return {}
+    feed: dict[Any, Any] = {}
+    for index, (_, case_feed) in built.items():
+        feed.update(case_feed)
+        cases[index].before_run()
+    try:
+        values = session.run({index: _fetchable(grads) for index, (grads, _) in built.items()}, feed_dict=feed)
+    except Exception:  # noqa: BLE001 - retried case by case to attribute the failure.
+        return None
+    return {index: Outcome(input_grads=_unflatten(grads, values[index])) for index, (grads, _) in built.items()}
+
+
+def _run_alone(session: tf.compat.v1.Session, case: Case, grads: list[Any], feed: dict[Any, Any]) -> Outcome:
+    case.before_run()
+    try:
+        return Outcome(input_grads=_unflatten(grads, session.run(_fetchable(grads), feed_dict=feed)))
+    except Exception as exc:  # noqa: BLE001
+        return Outcome(error=exc, phase="run")
+
+
+class V1Session(GraphSessionContext):
+    name = "v1_session"
+    summary = "fresh tf.Graph + tf.compat.v1.gradients + Session.run"
+    gradients = staticmethod(lambda case, inputs: symbolic_gradients(case, inputs, tf.compat.v1.gradients))
+
+
+class V1Tape(GraphSessionContext):
+    name = "v1_tape"
+    summary = "tf.GradientTape inside a tf.compat.v1 graph, run by a Session"
+    gradients = staticmethod(tape_gradients)

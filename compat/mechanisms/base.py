@@ -1,0 +1,64 @@
+"""What every mechanism provides: build a spec's op, the way a user of that pattern writes it."""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import re
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
+
+from compat.probe import Probe
+
+BuiltOp = Callable[..., tuple[Any, ...]]
+"""`op(*inputs) -> tuple of outputs`: a spec's forward with its custom gradient attached."""
+
+_unique = itertools.count()
+
+
+def unique_name(prefix: str) -> str:
+    """A name valid as a TensorFlow op/function/gradient name, unique in this process.
+
+    TensorFlow's gradient registry is global: registering a name twice raises `KeyError: Registering two
+    gradient with name ...`, so every build (a notebook re-run included) gets a fresh name.
+    """
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", prefix)
+    return f"{cleaned}_{next(_unique)}"
+
+
+def dtypes_of(values: Any) -> list[tf.DType]:
+    return [tf.as_dtype(value.dtype) for value in values]
+
+
+def output_dtypes(probe: Probe) -> list[tf.DType]:
+    """The dtypes of the spec's forward outputs, found by building it once in a scratch graph."""
+    with tf.Graph().as_default():
+        placeholders = [tf.compat.v1.placeholder(value.dtype, value.shape) for value in probe.spec.example_inputs]
+        return [tf.convert_to_tensor(output).dtype for output in probe.forward(*placeholders)]
+
+
+class Mechanism(abc.ABC):
+    """A way to attach a custom gradient to TensorFlow ops.
+
+    Attributes:
+      name: registry key, the part of a variant name before `@`.
+      native_contexts: the contexts where the mechanism is used as documented (its variants there are
+        *native*); None means every context.
+      summary: one line for listings.
+    """
+
+    name: str
+    native_contexts: frozenset[str] | None
+    summary: str
+
+    @abc.abstractmethod
+    def build(self, probe: Probe) -> BuiltOp:
+        """Return `op(*inputs)` for `probe.spec`, whose gradient calls `probe.call_gradient`."""
+
+    def is_native(self, context: str) -> bool:
+        return self.native_contexts is None or context in self.native_contexts
+
+    def __repr__(self) -> str:
+        return f"<mechanism {self.name}>"

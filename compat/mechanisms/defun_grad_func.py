@@ -1,0 +1,54 @@
+"""`function.Defun(..., grad_func=...)`: a TF1 function whose gradient is another Defun.
+
+The equivalent hand-written user code (TF1 graph mode):
+
+    from tensorflow.python.framework import function
+
+    @function.Defun(tf.float32, tf.float32)          # (*inputs, *dys)
+    def sign_grad(x, dy):
+        return 0.5 * dy
+
+    @function.Defun(tf.float32, grad_func=sign_grad)
+    def sign_ste(x):
+        return tf.sign(x)
+
+The gradient Defun receives the forward inputs then one dense upstream per output, and must return a
+tensor per input: where the spec's gradient returns None, this mechanism returns zeros, as a user must.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+from tensorflow.python.framework import function
+
+from compat.mechanisms.base import BuiltOp, Mechanism, dtypes_of, output_dtypes, unique_name
+from compat.probe import Probe
+
+
+class DefunGradFunc(Mechanism):
+    name = "defun_grad_func"
+    native_contexts = frozenset({"v1_session"})
+    summary = "function.Defun(*dtypes, grad_func=<Defun of (*inputs, *dys)>)"
+
+    def build(self, probe: Probe) -> BuiltOp:
+        input_dtypes = dtypes_of(probe.spec.example_inputs)
+        num_inputs = len(input_dtypes)
+        base = unique_name(probe.spec.name)
+
+        @function.Defun(*input_dtypes, *output_dtypes(probe), func_name=f"{base}_grad")
+        def grad_func(*args):
+            inputs, upstreams = args[:num_inputs], args[num_inputs:]
+            outputs = probe.forward(*inputs)
+            grads = probe.call_gradient(inputs, outputs, upstreams)
+            return [tf.zeros_like(x) if g is None else tf.convert_to_tensor(g)
+                    for x, g in zip(inputs, grads, strict=True)]
+
+        @function.Defun(*input_dtypes, grad_func=grad_func, func_name=base)
+        def forward_op(*inputs):
+            return probe.forward(*inputs)
+
+        def op(*inputs):
+            outputs = forward_op(*inputs)
+            return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
+
+        return op

@@ -1,0 +1,184 @@
+"""The upstream-gradient probe: records what a user's gradient function receives, at its entry."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from compat.results import Upstream
+from compat.spec import GradientSpec
+
+
+class UserCodeError(Exception):
+    """The user's forward or gradient function failed or broke its contract; the message names both."""
+
+
+def _static_shape(shape: tf.TensorShape) -> tuple[int | None, ...] | None:
+    return None if shape.rank is None else tuple(shape.as_list())
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    return np.array(value.numpy() if hasattr(value, "numpy") else value)
+
+
+class _Site:
+    """The static side of one gradient-function entry: what was handed over, seen while building."""
+
+    def __init__(self, upstreams: Sequence[Any]):
+        self.kinds: list[str] = []
+        self.dtypes: list[str | None] = []
+        self.shapes: list[tuple[int | None, ...] | None] = []
+        self.tensors: list[tf.Tensor] = []  # flat: values (+ indices, dense_shape) per non-None upstream
+        for upstream in upstreams:
+            if upstream is None:
+                self.kinds.append("none")
+                self.dtypes.append(None)
+                self.shapes.append(None)
+            elif isinstance(upstream, tf.IndexedSlices):
+                self.kinds.append("indexed_slices")
+                self.dtypes.append(upstream.dtype.name)
+                self.shapes.append(_static_shape(upstream.values.shape))
+                dense_shape = upstream.dense_shape
+                if dense_shape is None:
+                    dense_shape = tf.shape(upstream.values, out_type=upstream.indices.dtype)
+                self.tensors += [upstream.values, upstream.indices, dense_shape]
+            else:
+                tensor = tf.convert_to_tensor(upstream)
+                self.kinds.append("dense")
+                self.dtypes.append(tensor.dtype.name)
+                self.shapes.append(_static_shape(tensor.shape))
+                self.tensors.append(tensor)
+
+    def records(self, values: Sequence[np.ndarray]) -> tuple[Upstream, ...]:
+        flat = iter(values)
+        records = []
+        for kind, dtype, shape in zip(self.kinds, self.dtypes, self.shapes, strict=True):
+            if kind == "none":
+                records.append(Upstream("none"))
+            elif kind == "dense":
+                records.append(Upstream("dense", dtype, shape, value=next(flat)))
+            else:
+                slice_values, indices, dense_shape = next(flat), next(flat), next(flat)
+                records.append(Upstream("indexed_slices", dtype, shape, value=slice_values, indices=indices,
+                                        dense_shape=tuple(int(d) for d in dense_shape)))
+        return tuple(records)
+
+
+class Probe:
+    """Calls a spec's gradient function for one variant and records every call, at run time.
+
+    Mechanisms call `call_gradient` where a user of that mechanism would call their own gradient code. The
+    upstreams are captured by a `tf.numpy_function` placed at the function's entry, which the returned
+    gradients depend on, so the record is made when (and each time) the gradient really runs: eagerly, in a
+    Session, in a tf.function, or inside a Defun body. A function that is built but never run records zero.
+    """
+
+    def __init__(self, spec: GradientSpec, variant: str):
+        self.spec = spec
+        self.variant = variant
+        self.traces = 0
+        self.calls: list[tuple[Upstream, ...]] = []
+        self.error: UserCodeError | None = None
+        self._lock = threading.Lock()
+        # tf.numpy_function holds its Python callable weakly; a Defun body graph is discarded after it is
+        # built, so the probe keeps the recorders alive for as long as the variant can run.
+        self._recorders: list[Callable[..., np.int64]] = []
+
+    @property
+    def where(self) -> str:
+        return f"spec `{self.spec.name}`, variant `{self.variant}`"
+
+    def reset_calls(self) -> None:
+        """Forget run-time calls (before a graph is run again); build-time facts are kept."""
+        with self._lock:
+            self.calls.clear()
+
+    def fail(self, problem: str, cause: BaseException | None = None) -> UserCodeError:
+        """Record a user-code problem (first one wins) and return the exception to raise."""
+        error = UserCodeError(f"{self.where}: {problem}")
+        if cause is not None:
+            error.__cause__ = cause
+        if self.error is None:
+            self.error = error
+        return error
+
+    def forward(self, *inputs: Any) -> tuple[Any, ...]:
+        """Run the spec's forward, normalised to a tuple of outputs, naming the spec if it fails."""
+        try:
+            outputs = self.spec.forward(*inputs)
+        except Exception as exc:  # noqa: BLE001 - any user failure becomes a named result.
+            raise self.fail(f"forward raised {type(exc).__name__}: {exc}", exc) from exc
+        if isinstance(outputs, (list, tuple)):
+            if not outputs:
+                raise self.fail("forward returned no outputs; return a tensor or a tuple of tensors")
+            return tuple(outputs)
+        return (outputs,)
+
+    def call_gradient(self, inputs: Sequence[Any], outputs: Sequence[Any],
+                      upstreams: Sequence[Any]) -> list[Any]:
+        """Record the upstreams, call the user's gradient, check its answer, and return it."""
+        self.traces += 1
+        site = _Site(upstreams)
+        recorded = self._record(site)
+        try:
+            grads = self.spec.gradient(tuple(inputs), tuple(outputs), tuple(upstreams))
+        except Exception as exc:  # noqa: BLE001
+            raise self.fail(f"gradient raised {type(exc).__name__}: {exc}", exc) from exc
+        grads = self._check(inputs, grads)
+        with tf.control_dependencies([recorded]):
+            return [_after(grad) for grad in grads]
+
+    def _record(self, site: _Site) -> tf.Tensor:
+        def record(*values: np.ndarray) -> np.int64:
+            with self._lock:
+                self.calls.append(site.records([_to_numpy(v) for v in values]))
+                return np.int64(len(self.calls))
+
+        self._recorders.append(record)
+        return tf.numpy_function(record, site.tensors, tf.int64, stateful=True, name="gradcompat_probe")
+
+    def _check(self, inputs: Sequence[Any], grads: Any) -> list[Any]:
+        if grads is None or isinstance(grads, (tf.Tensor, tf.IndexedSlices, np.ndarray)):
+            grads = [grads]
+        try:
+            grads = list(grads)
+        except TypeError:
+            raise self.fail(f"gradient returned {type(grads).__name__}; return a list with one gradient "
+                            f"(or None) per input") from None
+        if len(grads) != len(inputs):
+            raise self.fail(f"gradient returned {len(grads)} value{'s' * (len(grads) != 1)} for "
+                            f"{len(inputs)} input{'s' * (len(inputs) != 1)}; return one gradient (or None) "
+                            f"per input, in input order")
+        checked = []
+        for index, (grad, value) in enumerate(zip(grads, inputs, strict=True)):
+            if grad is None:
+                checked.append(None)
+                continue
+            if not isinstance(grad, tf.IndexedSlices):
+                try:
+                    grad = tf.convert_to_tensor(grad)
+                except (TypeError, ValueError) as exc:
+                    raise self.fail(f"gradient[{index}] is a {type(grad).__name__}, not a tensor", exc) from exc
+            expected = tf.as_dtype(value.dtype)
+            if grad.dtype.base_dtype != expected.base_dtype:
+                raise self.fail(f"gradient[{index}] has dtype {grad.dtype.name} but input {index} has dtype "
+                                f"{expected.name}; cast it with tf.cast(grad, x.dtype)")
+            grad_shape = grad.dense_shape if isinstance(grad, tf.IndexedSlices) else grad.shape
+            if not isinstance(grad, tf.IndexedSlices) and not grad_shape.is_compatible_with(value.shape):
+                raise self.fail(f"gradient[{index}] has shape {grad_shape} but input {index} has shape "
+                                f"{value.shape}; a gradient must have its input's shape")
+            checked.append(grad)
+        return checked
+
+
+def _after(grad: Any) -> Any:
+    """`grad` routed through an identity so it runs after the enclosing control dependencies."""
+    if grad is None:
+        return None
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.IndexedSlices(tf.identity(grad.values), grad.indices, grad.dense_shape)
+    return tf.identity(grad)

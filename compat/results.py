@@ -1,0 +1,98 @@
+"""Plain, frozen result values: what a variant's gradient function received and what it produced."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import numpy as np
+
+UpstreamKind = Literal["none", "dense", "indexed_slices"]
+Status = Literal["ok", "not_called", "unsupported", "error"]
+STATUSES: tuple[Status, ...] = ("ok", "not_called", "unsupported", "error")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Upstream:
+    """One upstream gradient as a gradient function received it, captured at the function's entry.
+
+    `static_shape` is what the function saw while it was built (None entries are unknown dimensions; the
+    whole field is None for unknown rank); `value` is what flowed at run time (for IndexedSlices, the
+    slices' values, with `indices` and `dense_shape`).
+    """
+
+    kind: UpstreamKind
+    dtype: str | None = None
+    static_shape: tuple[int | None, ...] | None = None
+    value: np.ndarray | None = None
+    indices: np.ndarray | None = None
+    dense_shape: tuple[int, ...] | None = None
+
+    def to_dense(self) -> np.ndarray | None:
+        """The value as a dense array (IndexedSlices scattered and summed), or None for a None upstream."""
+        if self.kind == "none" or self.value is None:
+            return None
+        if self.kind == "dense":
+            return self.value
+        dense = np.zeros(self.dense_shape, dtype=self.value.dtype)
+        np.add.at(dense, self.indices, self.value)
+        return dense
+
+    def describe(self) -> str:
+        if self.kind == "none":
+            return "None"
+        shape = "<unknown rank>" if self.static_shape is None else list(self.static_shape)
+        if self.kind == "dense":
+            return f"Tensor {self.dtype}{shape}"
+        return f"IndexedSlices {self.dtype} values{shape} dense_shape={list(self.dense_shape or ())}"
+
+    def __str__(self) -> str:
+        if self.value is None:
+            return self.describe()
+        text = np.array2string(self.value, threshold=8, precision=4)
+        if self.kind == "indexed_slices":
+            text += f" at indices {np.array2string(self.indices, threshold=8)}"
+        return f"{self.describe()} = {text}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class VariantResult:
+    """The outcome of one spec in one variant (`mechanism@context`).
+
+    Attributes:
+      upstreams: one tuple per call of the gradient function, each with one Upstream per forward output
+        (per op output for an `op_type` override).
+      calls: how many times the gradient function ran (0: TensorFlow bypassed it).
+      traces: how many times its Python body was entered to build it (graph contexts build once, run later).
+      input_grads: the gradients TensorFlow computed for each input (dense numpy, or None), whoever made them.
+    """
+
+    spec: str
+    variant: str
+    mechanism: str
+    context: str
+    status: Status
+    input_grads: tuple[np.ndarray | None, ...] = ()
+    upstreams: tuple[tuple[Upstream, ...], ...] = ()
+    calls: int = 0
+    traces: int = 0
+    message: str = ""
+    downstream: str = "sum"
+
+    @property
+    def upstream(self) -> tuple[Upstream, ...] | None:
+        """The upstreams of the first call, or None if the gradient function never ran."""
+        return self.upstreams[0] if self.upstreams else None
+
+    def __str__(self) -> str:
+        lines = [f"{self.variant} [{self.status}] spec `{self.spec}`, downstream `{self.downstream}`, "
+                 f"calls={self.calls}, traces={self.traces}"]
+        if self.message:
+            lines.append(f"  message: {self.message}")
+        for call_index, call in enumerate(self.upstreams):
+            for output_index, upstream in enumerate(call):
+                lines.append(f"  call {call_index} upstream[{output_index}]: {upstream}")
+        for index, grad in enumerate(self.input_grads):
+            shown = "None" if grad is None else np.array2string(grad, threshold=8, precision=4)
+            lines.append(f"  input_grad[{index}]: {shown}")
+        return "\n".join(lines)

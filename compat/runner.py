@@ -1,0 +1,99 @@
+"""`compat.run`: one spec through the chosen variants, one graph or trace per context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from compat.contexts import CONTEXTS, Case, Outcome
+from compat.downstream import Downstream, as_downstream
+from compat.probe import Probe
+from compat.results import VariantResult
+from compat.spec import GradientSpec
+from compat.variants import parse_variant, select
+
+_MESSAGE_LIMIT = 400
+
+
+def run(spec: GradientSpec, loss: Downstream | Callable[..., Any] | None = None,
+        variants: Sequence[str] | str | None = None) -> list[VariantResult]:
+    """Run `spec` in each variant under one downstream and return one result per variant.
+
+    Args:
+      spec: the custom gradient.
+      loss: `loss(*outputs) -> scalar tensor`, the computation after the op (default: sum of the first
+        output), or a `Downstream` for `grad_ys`, second order or a dynamic batch.
+      variants: `mechanism@context` names (globs like `*@eager_tape` allowed); default all.
+    """
+    downstream = as_downstream(loss)
+    return [result for result in run_matrix(spec, [downstream], variants)]
+
+
+def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
+               variants: Sequence[str] | str | None = None) -> list[VariantResult]:
+    """Every (variant, downstream) pair, built in one graph or trace per context; variant-major order."""
+    if not isinstance(spec, GradientSpec):
+        raise TypeError(f"run() needs a compat.GradientSpec, got {type(spec).__name__}")
+    chosen = select(variants)
+    by_context: dict[str, list[tuple[str, Downstream, Probe]]] = {}
+    for variant in chosen:
+        _, context = parse_variant(variant)
+        for downstream in downstreams:
+            by_context.setdefault(context.name, []).append((variant, downstream, Probe(spec, variant)))
+    results: dict[tuple[str, str], VariantResult] = {}
+    for context_name, planned in by_context.items():
+        cases = [Case(build=_builder(variant, probe), inputs=spec.example_inputs, downstream=downstream,
+                      before_run=probe.reset_calls)
+                 for variant, downstream, probe in planned]
+        outcomes = CONTEXTS[context_name].run(cases)
+        for (variant, downstream, probe), outcome in zip(planned, outcomes, strict=True):
+            results[variant, downstream.name] = to_result(probe, downstream, outcome)
+    return [results[variant, downstream.name] for variant in chosen for downstream in downstreams]
+
+
+def _builder(variant: str, probe: Probe) -> Callable[[], Any]:
+    mechanism, _ = parse_variant(variant)
+    return lambda: mechanism.build(probe)
+
+
+def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> VariantResult:
+    """Classify one outcome: user-code problems are `error`, TensorFlow refusing to build is `unsupported`."""
+    mechanism, context = probe.variant.split("@")
+    common = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
+                  upstreams=tuple(probe.calls), calls=len(probe.calls), traces=probe.traces,
+                  downstream=downstream.name)
+    if probe.error is not None:
+        return VariantResult(status="error", message=str(probe.error), **common)
+    if outcome.error is not None:
+        reason = _tensorflow_message(outcome.error)
+        if outcome.phase == "build":
+            message = f"{probe.where}: TensorFlow cannot run this combination: {reason}"
+            return VariantResult(status="unsupported", message=message, **common)
+        return VariantResult(status="error", message=f"{probe.where}: failed at run time: {reason}", **common)
+    grads = outcome.input_grads or ()
+    problem = _shape_problem(probe.spec, grads)
+    if problem:
+        return VariantResult(status="error", input_grads=grads, message=f"{probe.where}: {problem}", **common)
+    if not probe.calls:
+        message = (f"{probe.where}: TensorFlow never ran the gradient function (built {probe.traces} time"
+                   f"{'s' * (probe.traces != 1)}); input_grads are what TensorFlow computed instead")
+        return VariantResult(status="not_called", input_grads=grads, message=message, **common)
+    return VariantResult(status="ok", input_grads=grads, **common)
+
+
+def _shape_problem(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> str:
+    for index, (grad, value) in enumerate(zip(grads, spec.example_inputs, strict=False)):
+        if grad is not None and np.shape(grad) != value.shape:
+            return (f"the gradient for input {index} has shape {list(np.shape(grad))} but the input has shape "
+                    f"{list(value.shape)}; a gradient must have its input's shape")
+    return ""
+
+
+def _tensorflow_message(error: BaseException) -> str:
+    text = getattr(error, "message", None) or str(error) or repr(error)
+    first = " ".join(line.strip() for line in text.strip().splitlines()[:3])
+    if len(first) > _MESSAGE_LIMIT:
+        first = first[: _MESSAGE_LIMIT - 3] + "..."
+    return f"{type(error).__name__}: {first}"

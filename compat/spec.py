@@ -1,0 +1,99 @@
+"""GradientSpec: one custom gradient, defined once, to run through every mechanism and context."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # TensorFlow is imported lazily; see compat/__init__.py.
+    import tensorflow as tf
+
+    GradientFn = Callable[[tuple, tuple, tuple], Sequence["tf.Tensor | tf.IndexedSlices | None"]]
+else:
+    GradientFn = Callable[[tuple, tuple, tuple], Sequence[Any]]
+
+_OP_TYPE = re.compile(r"^[A-Z][A-Za-z0-9_>]*$")
+
+
+class SpecError(ValueError):
+    """A GradientSpec (or something built from it) is not usable; the message says how to fix it."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GradientSpec:
+    """One custom gradient: the forward computation, its gradient, and example inputs.
+
+    Example (the seed's sign straight-through estimator scaled by 0.5):
+
+        spec = compat.GradientSpec(
+            name="scaled_ste",
+            forward=lambda x: tf.sign(x),
+            gradient=lambda inputs, outputs, upstreams: [0.5 * upstreams[0]],
+            example_inputs=[np.array([1.0, -2.0, 3.0], np.float32)],
+            op_type="Sign",
+        )
+
+    Attributes:
+      name: identifies the spec in every report and error message.
+      forward: `forward(*inputs) -> Tensor | tuple[Tensor, ...]`, TensorFlow ops on the input tensors.
+      gradient: `gradient(inputs, outputs, upstreams) -> [grad or None per input]`. `upstreams` holds one
+        entry per forward output exactly as the mechanism hands it over: a Tensor, a tf.IndexedSlices or None.
+      example_inputs: numpy arrays giving the values, shapes and dtypes of the inputs.
+      op_type: for the `override_map` mechanism, override this single op type created by `forward` (e.g.
+        "Sign"), the way legacy code usually does, instead of wrapping the whole forward generically.
+      description: one line shown in reports.
+    """
+
+    name: str
+    forward: Callable[..., Any]
+    gradient: GradientFn
+    example_inputs: Sequence[np.ndarray]
+    op_type: str | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise SpecError(f"GradientSpec name must be a non-empty string, got {self.name!r}.")
+        where = f"spec `{self.name}`"
+        for field in ("forward", "gradient"):
+            if not callable(getattr(self, field)):
+                raise SpecError(
+                    f"{where}: `{field}` must be callable, got {type(getattr(self, field)).__name__}. "
+                    f"Pass a function, e.g. {field}=lambda x: tf.sign(x)."
+                )
+        if isinstance(self.example_inputs, np.ndarray) or not isinstance(self.example_inputs, Sequence):
+            raise SpecError(
+                f"{where}: `example_inputs` must be a list of numpy arrays, one per input; "
+                f"got {type(self.example_inputs).__name__}. Wrap a single array as [array]."
+            )
+        if not self.example_inputs:
+            raise SpecError(f"{where}: `example_inputs` is empty; give one numpy array per forward input.")
+        for index, value in enumerate(self.example_inputs):
+            if not isinstance(value, np.ndarray):
+                raise SpecError(
+                    f"{where}: example_inputs[{index}] is a {type(value).__name__}, not a numpy array; "
+                    f"wrap it with np.asarray(..., dtype=np.float32)."
+                )
+        if self.op_type is not None and (not isinstance(self.op_type, str) or not _OP_TYPE.match(self.op_type)):
+            raise SpecError(
+                f"{where}: op_type {self.op_type!r} is not a TensorFlow op type name "
+                f"(CamelCase, e.g. 'Sign', 'MatMul'); leave it None to wrap the whole forward."
+            )
+        object.__setattr__(self, "example_inputs", tuple(self.example_inputs))
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.example_inputs)
+
+    def with_inputs(self, example_inputs: Sequence[np.ndarray]) -> GradientSpec:
+        """The same spec with other example inputs (another dtype, shape or value)."""
+        return dataclasses.replace(self, example_inputs=tuple(example_inputs))
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{value.dtype}{list(value.shape)}" for value in self.example_inputs)
+        op = f", op_type={self.op_type!r}" if self.op_type else ""
+        return f"GradientSpec(name={self.name!r}, inputs=[{shapes}]{op})"

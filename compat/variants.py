@@ -1,0 +1,55 @@
+"""Variants: every `mechanism@context` pair, and which of them are native (used as documented)."""
+
+from __future__ import annotations
+
+from compat.contexts import CONTEXTS, Context
+from compat.mechanisms import MECHANISMS, Mechanism
+
+VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in CONTEXTS)
+"""Every variant name, mechanism-major, in registry order."""
+
+NATIVE_VARIANTS: tuple[str, ...] = tuple(
+    f"{m}@{c}" for m, mechanism in MECHANISMS.items() for c in CONTEXTS if mechanism.is_native(c)
+)
+"""Variants where the mechanism is used the way it is documented to work; the others are *cross*."""
+
+
+def variant_names() -> tuple[str, ...]:
+    return VARIANTS
+
+
+def parse_variant(variant: str) -> tuple[Mechanism, Context]:
+    """The mechanism and context of `mechanism@context`; a ValueError lists the valid names otherwise."""
+    mechanism_name, at, context_name = variant.partition("@")
+    if not at or mechanism_name not in MECHANISMS or context_name not in CONTEXTS:
+        raise ValueError(
+            f"unknown variant {variant!r}: a variant is MECHANISM@CONTEXT with MECHANISM one of "
+            f"{sorted(MECHANISMS)} and CONTEXT one of {sorted(CONTEXTS)}, e.g. 'custom_gradient@eager_tape'"
+        )
+    return MECHANISMS[mechanism_name], CONTEXTS[context_name]
+
+
+def is_native(variant: str) -> bool:
+    mechanism, context = parse_variant(variant)
+    return mechanism.is_native(context.name)
+
+
+def select(variants: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """Validated variant names, in registry order; None means all. Accepts `mech@*` and `*@ctx` globs."""
+    if variants is None:
+        return VARIANTS
+    if isinstance(variants, str):
+        variants = [variants]
+    chosen: set[str] = set()
+    for pattern in variants:
+        mechanism_name, _, context_name = pattern.partition("@")
+        if mechanism_name == "*" or context_name == "*":
+            matches = {v for v in VARIANTS
+                       if mechanism_name in ("*", v.split("@")[0]) and context_name in ("*", v.split("@")[1])}
+            if not matches:
+                parse_variant(pattern.replace("*", "?"))  # raises with the valid names
+            chosen |= matches
+        else:
+            parse_variant(pattern)
+            chosen.add(pattern)
+    return tuple(v for v in VARIANTS if v in chosen)

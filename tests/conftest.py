@@ -1,0 +1,29 @@
+"""Shared fixtures: quiet TensorFlow, and the seed's spec (sign forward, straight-through gradient × 0.5)."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np
+import pytest
+
+import compat
+
+
+def seed_spec(name: str = "seed_scaled_ste") -> compat.GradientSpec:
+    """The seed question's op: y = sign(x), gradient 0.5 * upstream, overriding the Sign op type."""
+    import tensorflow as tf
+
+    return compat.GradientSpec(
+        name=name,
+        forward=lambda x: tf.sign(x),
+        gradient=lambda inputs, outputs, upstreams: [0.5 * upstreams[0]],
+        example_inputs=[np.array([1.0, -2.0, 3.0], np.float32)],
+        op_type="Sign",
+    )
+
+
+@pytest.fixture(name="seed_spec", scope="session")
+def seed_spec_fixture():
+    """A factory for the seed spec under a given name."""
+    return seed_spec

@@ -1,0 +1,87 @@
+"""Every context: batched cases, failure isolation, grad_ys, second order and dynamic batch, for real."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from compat.contexts import CONTEXTS, Case
+from compat.downstream import SUM, Downstream
+
+X = np.array([1.0, -2.0, 3.0], np.float32)
+
+
+def square_op():
+    """x**2 with its true gradient written by hand, so second order is 2 everywhere."""
+
+    @tf.custom_gradient
+    def square(x):
+        def grad(dy):
+            return 2.0 * x * dy
+
+        return x * x, grad
+
+    return lambda x: (square(x),)
+
+
+def failing_build():
+    raise RuntimeError("cannot build this one")
+
+
+def failing_at_run_time():
+    """Builds fine everywhere; its gradient fails when it runs."""
+
+    @tf.custom_gradient
+    def checked(x):
+        def grad(dy):
+            check = tf.debugging.Assert(tf.reduce_all(x > 100.0), [x])
+            with tf.control_dependencies([check]):
+                return tf.identity(dy)
+
+        return tf.identity(x), grad
+
+    return lambda x: (checked(x),)
+
+
+@pytest.mark.parametrize("context", list(CONTEXTS))
+def test_cases_run_together_and_failures_stay_in_their_case(context):
+    cases = [Case(square_op, (X,), SUM), Case(failing_build, (X,), SUM), Case(failing_at_run_time, (X,), SUM),
+             Case(square_op, (2 * X,), Downstream("times3", lambda y: 3.0 * tf.reduce_sum(y)))]
+    outcomes = CONTEXTS[context].run(cases)
+    np.testing.assert_array_equal(outcomes[0].input_grads[0], 2 * X)
+    assert outcomes[1].phase == "build" and "cannot build this one" in str(outcomes[1].error)
+    assert isinstance(outcomes[2].error, tf.errors.InvalidArgumentError) and outcomes[2].input_grads is None
+    assert outcomes[2].phase == "run"
+    np.testing.assert_array_equal(outcomes[3].input_grads[0], 3 * 2 * (2 * X))
+
+
+@pytest.mark.parametrize("context", list(CONTEXTS))
+def test_grad_ys_and_second_order(context):
+    grad_ys = Downstream("grad_ys", lambda y: y, output_gradients=lambda t: tf.constant([1.0, 10.0, 100.0]))
+    second = Downstream("second", lambda y: tf.reduce_sum(y), order=2)
+    outcomes = CONTEXTS[context].run([Case(square_op, (X,), grad_ys), Case(square_op, (X,), second)])
+    np.testing.assert_array_equal(outcomes[0].input_grads[0], 2 * X * [1.0, 10.0, 100.0])
+    np.testing.assert_array_equal(outcomes[1].input_grads[0], [2.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("context", ["v1_session", "v1_tape", "function_tape", "function_gradients"])
+def test_dynamic_batch_hides_the_leading_dimension_while_building(context):
+    seen_shapes = []
+
+    def build():
+        def op(x):
+            seen_shapes.append(x.shape.as_list())
+            return (x * 2.0,)
+
+        return op
+
+    batch = np.ones((4, 2), np.float32)
+    (outcome,) = CONTEXTS[context].run([Case(build, (batch,), Downstream("dyn", SUM.loss, dynamic_batch=True))])
+    assert seen_shapes[0] == [None, 2]
+    np.testing.assert_array_equal(outcome.input_grads[0], np.full((4, 2), 2.0))
+
+
+def test_before_run_is_called_before_every_attempt():
+    attempts = []
+    case = Case(failing_at_run_time, (X,), SUM, before_run=lambda: attempts.append(1))
+    CONTEXTS["v1_session"].run([case, Case(square_op, (X,), SUM)])
+    assert len(attempts) == 2  # once in the batch, once alone to attribute the failure

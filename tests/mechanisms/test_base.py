@@ -1,0 +1,29 @@
+"""Mechanism plumbing: unique registration names, output dtypes, the registry."""
+
+import numpy as np
+import tensorflow as tf
+
+import compat
+from compat.mechanisms import MECHANISMS, unique_name
+from compat.mechanisms.base import output_dtypes
+from compat.probe import Probe
+
+
+def test_unique_names_are_valid_and_never_repeat():
+    names = {unique_name("my spec/v2") for _ in range(50)}
+    assert len(names) == 50
+    assert all(name.startswith("my_spec_v2_") for name in names)
+
+
+def test_output_dtypes_from_a_scratch_graph():
+    spec = compat.GradientSpec("dt", lambda x: (x, tf.cast(x, tf.int32)), lambda i, o, u: [u[0]],
+                               [np.ones(2, np.float64)])
+    assert output_dtypes(Probe(spec, "defun_grad_func@v1_session")) == [tf.float64, tf.int32]
+
+
+def test_registry_names_and_docstrings_show_user_code():
+    assert list(MECHANISMS) == ["defun_grad_func", "defun_python_grad_func", "override_map", "custom_gradient"]
+    for name, mechanism in MECHANISMS.items():
+        assert mechanism.name == name and mechanism.summary
+        module_doc = __import__(type(mechanism).__module__, fromlist=["_"]).__doc__
+        assert "def " in module_doc, f"{name}: the module docstring must show the hand-written user code"

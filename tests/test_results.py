@@ -1,0 +1,32 @@
+"""Result values: Upstream densifies IndexedSlices and prints; VariantResult prints everything it holds."""
+
+import numpy as np
+
+from compat.results import STATUSES, Upstream, VariantResult
+
+
+def test_indexed_slices_upstream_densifies_with_duplicates_summed():
+    upstream = Upstream("indexed_slices", "float32", (3,), value=np.array([1.0, 2.0, 5.0], np.float32),
+                        indices=np.array([0, 0, 2]), dense_shape=(4,))
+    np.testing.assert_array_equal(upstream.to_dense(), [3.0, 0.0, 5.0, 0.0])
+    assert "IndexedSlices float32" in str(upstream) and "dense_shape=[4]" in str(upstream)
+
+
+def test_none_and_dense_upstreams():
+    assert Upstream("none").to_dense() is None
+    assert str(Upstream("none")) == "None"
+    dense = Upstream("dense", "float64", (None, 2), value=np.zeros((1, 2)))
+    assert dense.to_dense() is dense.value
+    assert "Tensor float64[None, 2]" in str(dense)
+
+
+def test_variant_result_str_shows_status_calls_upstreams_and_grads():
+    result = VariantResult(spec="s", variant="custom_gradient@eager_tape", mechanism="custom_gradient",
+                           context="eager_tape", status="ok", input_grads=(np.ones(2, np.float32), None),
+                           upstreams=((Upstream("dense", "float32", (2,), value=np.ones(2)),),), calls=1)
+    text = str(result)
+    assert "custom_gradient@eager_tape [ok]" in text
+    assert "call 0 upstream[0]: Tensor float32[2]" in text
+    assert "input_grad[1]: None" in text
+    assert result.upstream is result.upstreams[0]
+    assert set(STATUSES) == {"ok", "not_called", "unsupported", "error"}

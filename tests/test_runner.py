@@ -1,0 +1,124 @@
+"""compat.run on the seed's op: what each variant's gradient function receives, from real TensorFlow."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat
+from compat.downstream import Downstream
+
+WEIGHTS = np.array([0.25, -3.0, 7.5], np.float32)
+DOWNSTREAMS = {
+    "sum": (None, np.ones(3, np.float32)),
+    "times_two": (lambda y: tf.reduce_sum(y * 2.0), np.full(3, 2.0, np.float32)),
+    "weighted": (lambda y: tf.reduce_sum(y * WEIGHTS), WEIGHTS),
+}
+
+
+@pytest.fixture(scope="module")
+def seed_runs(seed_spec):
+    spec = seed_spec()
+    return {name: compat.run(spec, loss) for name, (loss, _) in DOWNSTREAMS.items()}
+
+
+@pytest.mark.parametrize("downstream", sorted(DOWNSTREAMS))
+def test_seed_runs_in_every_variant(seed_runs, downstream):
+    results = seed_runs[downstream]
+    assert [r.variant for r in results] == list(compat.VARIANTS)
+    assert len(results) == 20
+    assert all(r.status in compat.STATUSES for r in results)
+    for result in results:
+        assert result.variant == f"{result.mechanism}@{result.context}"
+        assert (result.status == "ok") == (result.calls > 0 and not result.message)
+
+
+@pytest.mark.parametrize("downstream", sorted(DOWNSTREAMS))
+def test_native_variants_receive_the_downstream_gradient(seed_runs, downstream):
+    expected_upstream = DOWNSTREAMS[downstream][1]
+    native = [r for r in seed_runs[downstream] if compat.is_native(r.variant)]
+    assert {r.variant for r in native} == set(compat.NATIVE_VARIANTS)
+    for result in native:
+        assert result.status == "ok", result
+        assert result.calls == 1, result
+        (upstream,) = result.upstream
+        assert upstream.kind == "dense"
+        assert upstream.dtype == "float32"
+        np.testing.assert_array_equal(upstream.value, expected_upstream, err_msg=result.variant)
+        np.testing.assert_allclose(result.input_grads[0], 0.5 * expected_upstream, err_msg=result.variant)
+
+
+def test_override_map_under_an_eager_tape_is_silently_ignored(seed_runs):
+    """The seed's own pitfall: eager tapes look gradients up by the real op type, Sign, whose gradient is 0."""
+    result = next(r for r in seed_runs["times_two"] if r.variant == "override_map@eager_tape")
+    assert result.status == "not_called"
+    assert result.calls == 0 and result.upstreams == ()
+    assert "never ran the gradient function" in result.message
+    np.testing.assert_array_equal(result.input_grads[0], np.zeros(3, np.float32))
+
+
+def test_static_shapes_are_recorded_as_the_function_saw_them(seed_runs):
+    by_variant = {r.variant: r for r in seed_runs["sum"]}
+    assert by_variant["custom_gradient@eager_tape"].upstream[0].static_shape == (3,)
+    assert by_variant["override_map@v1_session"].upstream[0].static_shape == (3,)
+    # A Defun's body is traced from dtypes alone: its upstream has unknown rank.
+    assert by_variant["defun_grad_func@v1_session"].upstream[0].static_shape is None
+
+
+def test_the_same_spec_runs_twice_in_one_process(seed_spec):
+    spec = seed_spec("rerun")
+    first = compat.run(spec, variants=["override_map@v1_session", "defun_grad_func@v1_session"])
+    second = compat.run(spec, variants=["override_map@v1_session", "defun_grad_func@v1_session"])
+    for a, b in zip(first, second, strict=True):
+        assert a.status == b.status == "ok", (a, b)
+        np.testing.assert_array_equal(a.input_grads[0], b.input_grads[0])
+
+
+def _spec(name, forward, gradient, n_inputs=1):
+    return compat.GradientSpec(name, forward, gradient, [np.array([1.0, -2.0, 3.0], np.float32)] * n_inputs)
+
+
+BROKEN = {
+    "arity": (_spec("ste", lambda a, b: a * b, lambda i, o, u: [u[0]], n_inputs=2),
+              "gradient returned 1 value for 2 inputs"),
+    "raises": (_spec("boom", lambda x: x * 2.0, lambda i, o, u: [u[0] / 0 if False else 1 / 0]),
+               "gradient raised ZeroDivisionError: division by zero"),
+    "shape": (_spec("reduce", lambda x: x * 2.0, lambda i, o, u: [tf.reduce_sum(u[0])]),
+              "shape"),
+    "dtype": (_spec("cast", lambda x: x * 2.0, lambda i, o, u: [tf.cast(u[0], tf.float64)]),
+              "gradient[0] has dtype float64 but input 0 has dtype float32"),
+    "forward": (_spec("fwd", lambda x: x.no_such_method(), lambda i, o, u: [u[0]]),
+                "forward raised AttributeError"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN))
+def test_broken_user_code_gives_named_errors_in_native_variants(kind):
+    spec, expected = BROKEN[kind]
+    for result in compat.run(spec, variants=list(compat.NATIVE_VARIANTS)):
+        assert result.status == "error", result
+        assert result.message.startswith(f"spec `{spec.name}`, variant `{result.variant}`: "), result.message
+        assert expected in result.message, result.message
+
+
+def test_wrong_shape_caught_after_the_run_when_the_defun_hides_shapes():
+    spec, _ = BROKEN["shape"]
+    (result,) = compat.run(spec, variants="defun_grad_func@v1_session")
+    assert result.status == "error"
+    assert "the gradient for input 0 has shape [] but the input has shape [3]" in result.message
+
+
+def test_run_accepts_a_downstream_and_variant_globs(seed_spec):
+    spec = seed_spec("globs")
+    downstream = Downstream("grad_ys", lambda y: y, output_gradients=lambda target: tf.fill(tf.shape(target), 3.0))
+    results = compat.run(spec, downstream, variants=["custom_gradient@*"])
+    assert [r.context for r in results] == list(compat.CONTEXTS)
+    for result in results:
+        assert result.downstream == "grad_ys"
+        np.testing.assert_array_equal(result.upstream[0].value, [3.0, 3.0, 3.0])
+
+
+def test_unknown_variant_lists_valid_names(seed_spec):
+    with pytest.raises(ValueError, match="unknown variant 'custom_gradient@nowhere'.*eager_tape"):
+        compat.run(seed_spec("bad"), variants=["custom_gradient@nowhere"])
+    with pytest.raises(TypeError, match="needs a compat.GradientSpec"):
+        compat.run("not a spec")  # type: ignore[arg-type]
