@@ -16,6 +16,10 @@ from compat.spec import GradientSpec
 class UserCodeError(Exception):
     """The user's forward or gradient function failed or broke its contract; the message names both."""
 
+    def __init__(self, where: str, problem: str):
+        super().__init__(f"{where}: {problem}")
+        self.problem = problem
+
 
 def _static_shape(shape: tf.TensorShape) -> tuple[int | None, ...] | None:
     return None if shape.rank is None else tuple(shape.as_list())
@@ -99,7 +103,7 @@ class Probe:
 
     def fail(self, problem: str, cause: BaseException | None = None) -> UserCodeError:
         """Record a user-code problem (first one wins) and return the exception to raise."""
-        error = UserCodeError(f"{self.where}: {problem}")
+        error = UserCodeError(self.where, problem)
         if cause is not None:
             error.__cause__ = cause
         if self.error is None:

@@ -68,10 +68,9 @@ def densify(grad: Any) -> Any:
 
 
 def _second_order_target(grads: Sequence[Any]) -> Any:
+    """The sum of the first-order gradients, or None when none reached an input (nothing to differentiate)."""
     terms = [tf.reduce_sum(tf.cast(densify(g), tf.float32)) for g in grads if g is not None]
-    if not terms:
-        raise ValueError("second order: no first-order gradient reached any input, nothing to differentiate")
-    return tf.add_n(terms)
+    return tf.add_n(terms) if terms else None
 
 
 def _target_and_grad_ys(case: Case, inputs: Sequence[Any]) -> tuple[Any, Any]:
@@ -81,16 +80,27 @@ def _target_and_grad_ys(case: Case, inputs: Sequence[Any]) -> tuple[Any, Any]:
     return target, grad_ys
 
 
-def symbolic_gradients(case: Case, inputs: Sequence[Any], gradients: Callable[..., list[Any]]) -> list[Any]:
+@dataclasses.dataclass(frozen=True)
+class Gradients:
+    """The input gradients a case reports, plus `anchors`: first-order gradients of a second-order case,
+    which a Session must also run, since the second-order gradient need not depend on them."""
+
+    grads: list[Any]
+    anchors: list[Any] = dataclasses.field(default_factory=list)
+
+
+def symbolic_gradients(case: Case, inputs: Sequence[Any], gradients: Callable[..., list[Any]]) -> Gradients:
     """Input gradients with a `tf.gradients`-style function (v1 or v2), first or second order."""
     target, grad_ys = _target_and_grad_ys(case, inputs)
     grads = gradients(target, list(inputs), grad_ys=grad_ys)
-    if case.downstream.order == 2:
-        grads = gradients(_second_order_target(grads), list(inputs))
-    return [densify(g) for g in grads]
+    if case.downstream.order == 1:
+        return Gradients([densify(g) for g in grads])
+    total = _second_order_target(grads)
+    second = [None] * len(inputs) if total is None else gradients(total, list(inputs))
+    return Gradients([densify(g) for g in second], anchors=[densify(g) for g in grads if g is not None])
 
 
-def tape_gradients(case: Case, inputs: Sequence[Any]) -> list[Any]:
+def tape_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
     """Input gradients with tf.GradientTape (nested tapes for second order), in any mode."""
     second_order = case.downstream.order == 2
     outer = tf.GradientTape() if second_order else contextlib.nullcontext()
@@ -101,8 +111,8 @@ def tape_gradients(case: Case, inputs: Sequence[Any]) -> list[Any]:
             tape.watch(list(inputs))
             target, grad_ys = _target_and_grad_ys(case, inputs)
         grads = tape.gradient(target, list(inputs), output_gradients=grad_ys)
-        if second_order:
-            total = _second_order_target(grads)
-    if second_order:
-        grads = outer_tape.gradient(total, list(inputs))
-    return [densify(g) for g in grads]
+        if not second_order:
+            return Gradients([densify(g) for g in grads])
+        total = _second_order_target(grads)
+    second = [None] * len(inputs) if total is None else outer_tape.gradient(total, list(inputs))
+    return Gradients([densify(g) for g in second], anchors=[densify(g) for g in grads if g is not None])

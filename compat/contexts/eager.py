@@ -21,7 +21,7 @@ class EagerTape(Context):
         case.before_run()
         try:
             inputs = [tf.constant(value) for value in case.inputs]
-            grads = tape_gradients(case, inputs)
+            grads = tape_gradients(case, inputs).grads
         except Exception as exc:  # noqa: BLE001 - eager builds and runs at once: both are "run" here.
             return Outcome(error=exc, phase="build" if _is_unsupported(exc) else "run")
         return Outcome(input_grads=tuple(None if g is None else g.numpy() for g in grads))

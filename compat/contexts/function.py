@@ -7,13 +7,13 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat.contexts.base import Case, Context, Outcome, input_shape, symbolic_gradients, tape_gradients
+from compat.contexts.base import Case, Context, Gradients, Outcome, input_shape, symbolic_gradients, tape_gradients
 
 
 class FunctionContext(Context):
     """Gradients requested inside a `tf.function`; subclasses choose how."""
 
-    gradients: Callable[[Case, Sequence[Any]], list[Any]]
+    gradients: Callable[[Case, Sequence[Any]], Gradients]
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         outcomes, failed = self._run_batch(cases, range(len(cases)))
@@ -36,7 +36,7 @@ class FunctionContext(Context):
                 inputs = flat_inputs[position: position + len(cases[index].inputs)]
                 position += len(inputs)
                 try:
-                    results[str(index)] = gradients(cases[index], inputs)
+                    results[str(index)] = gradients(cases[index], inputs).grads
                 except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
                     outcomes[index] = Outcome(error=exc, phase="build")
             return results

@@ -7,9 +7,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat.contexts.base import Case, Context, Outcome, input_shape, symbolic_gradients, tape_gradients
+from compat.contexts.base import Case, Context, Gradients, Outcome, input_shape, symbolic_gradients, tape_gradients
 
-GradientsFn = Callable[[Case, Sequence[Any]], list[Any]]
+GradientsFn = Callable[[Case, Sequence[Any]], Gradients]
 
 
 class GraphSessionContext(Context):
@@ -20,7 +20,7 @@ class GraphSessionContext(Context):
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         outcomes: list[Outcome | None] = [None] * len(cases)
         graph = tf.Graph()
-        built: dict[int, tuple[list[Any], dict[Any, Any]]] = {}
+        built: dict[int, tuple[Gradients, dict[Any, Any]]] = {}
         with graph.as_default():
             for index, case in enumerate(cases):
                 try:
@@ -35,24 +35,24 @@ class GraphSessionContext(Context):
             outcomes[index] = outcome
         return outcomes  # type: ignore[return-value]
 
-    def _build(self, case: Case) -> tuple[list[Any], dict[Any, Any]]:
+    def _build(self, case: Case) -> tuple[Gradients, dict[Any, Any]]:
         placeholders = [tf.compat.v1.placeholder(value.dtype, input_shape(value, case.downstream))
                         for value in case.inputs]
         grads = type(self).gradients(case, placeholders)
         return grads, dict(zip(placeholders, case.inputs, strict=True))
 
 
-def _fetchable(grads: list[Any]) -> list[Any]:
-    return [g for g in grads if g is not None]
+def _fetchable(computed: Gradients) -> tuple[list[Any], list[Any]]:
+    return [g for g in computed.grads if g is not None], computed.anchors
 
 
-def _unflatten(grads: list[Any], values: list[Any]) -> tuple[Any, ...]:
-    it = iter(values)
-    return tuple(None if g is None else next(it) for g in grads)
+def _unflatten(computed: Gradients, values: tuple[list[Any], list[Any]]) -> tuple[Any, ...]:
+    it = iter(values[0])
+    return tuple(None if g is None else next(it) for g in computed.grads)
 
 
 def _run_together(session: tf.compat.v1.Session, cases: Sequence[Case],
-                  built: dict[int, tuple[list[Any], dict[Any, Any]]]) -> dict[int, Outcome] | None:
+                  built: dict[int, tuple[Gradients, dict[Any, Any]]]) -> dict[int, Outcome] | None:
     if not built:
         return {}
     feed: dict[Any, Any] = {}
@@ -66,7 +66,7 @@ def _run_together(session: tf.compat.v1.Session, cases: Sequence[Case],
     return {index: Outcome(input_grads=_unflatten(grads, values[index])) for index, (grads, _) in built.items()}
 
 
-def _run_alone(session: tf.compat.v1.Session, case: Case, grads: list[Any], feed: dict[Any, Any]) -> Outcome:
+def _run_alone(session: tf.compat.v1.Session, case: Case, grads: Gradients, feed: dict[Any, Any]) -> Outcome:
     case.before_run()
     try:
         return Outcome(input_grads=_unflatten(grads, session.run(_fetchable(grads), feed_dict=feed)))

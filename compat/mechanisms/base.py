@@ -10,7 +10,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat.probe import Probe
+from compat.probe import Probe, UserCodeError
+from compat.signature import output_signature
 
 BuiltOp = Callable[..., tuple[Any, ...]]
 """`op(*inputs) -> tuple of outputs`: a spec's forward with its custom gradient attached."""
@@ -34,9 +35,10 @@ def dtypes_of(values: Any) -> list[tf.DType]:
 
 def output_dtypes(probe: Probe) -> list[tf.DType]:
     """The dtypes of the spec's forward outputs, found by building it once in a scratch graph."""
-    with tf.Graph().as_default():
-        placeholders = [tf.compat.v1.placeholder(value.dtype, value.shape) for value in probe.spec.example_inputs]
-        return [tf.convert_to_tensor(output).dtype for output in probe.forward(*placeholders)]
+    try:
+        return list(output_signature(probe.spec).dtypes)
+    except UserCodeError as exc:
+        raise probe.fail(exc.problem, exc) from exc
 
 
 class Mechanism(abc.ABC):

@@ -1,0 +1,123 @@
+"""The equivalence checker: compare each variant's result with a reference and classify every difference."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+from compat.dtypes import tolerance_for
+from compat.results import Upstream, VariantResult
+
+DifferenceKind = Literal["none_vs_zeros", "sparse_vs_dense", "shape", "dtype", "values", "calls",
+                         "not_called", "unsupported", "error"]
+CellStatus = Literal["same", "differs", "not_called", "unsupported", "error"]
+
+REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense"})
+"""Differences in how the same upstream is handed over. They break a gradient function only if it cannot
+take that form (it then shows as an `error` cell); the values the model learns from are compared apart."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """One way a variant differs from the reference; `where` is `status`, `upstream[i]` or `input_grad[i]`."""
+
+    kind: DifferenceKind
+    where: str
+    detail: str
+    max_abs: float | None = None
+    max_rel: float | None = None
+    index: tuple[int, ...] | None = None
+
+    @property
+    def breaking(self) -> bool:
+        """Whether it can change what a model learns (anything but a representation difference)."""
+        return self.kind not in REPRESENTATION_KINDS
+
+    def as_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "detail": f"{self.where}: {self.detail}"}
+
+
+def cell_status(result: VariantResult, differences: Sequence[Difference]) -> CellStatus:
+    if result.status != "ok":
+        return result.status
+    return "differs" if differences else "same"
+
+
+def compare(result: VariantResult, reference: VariantResult) -> tuple[Difference, ...]:
+    """Every difference between `result` and `reference`: status, call count, upstreams, input gradients."""
+    differences: list[Difference] = []
+    if result.status != reference.status:
+        kind = result.status if result.status != "ok" else reference.status
+        differences.append(Difference(kind, "status", f"{result.status} here, {reference.status} in the reference"
+                                      + (f" ({result.message})" if result.message else "")))
+    if result.calls and reference.calls:
+        if result.calls != reference.calls:
+            differences.append(Difference("calls", "calls", f"called {result.calls}x here, "
+                                                            f"{reference.calls}x in the reference"))
+        for index, (mine, theirs) in enumerate(zip(result.upstream, reference.upstream, strict=False)):
+            differences += _compare_upstream(f"upstream[{index}]", mine, theirs)
+    if result.input_grads and reference.input_grads:
+        for index, (mine, theirs) in enumerate(zip(result.input_grads, reference.input_grads, strict=False)):
+            differences += _compare_arrays(f"input_grad[{index}]", mine, theirs)
+    return tuple(differences)
+
+
+def _compare_upstream(where: str, mine: Upstream, theirs: Upstream) -> list[Difference]:
+    if mine.kind == "none" or theirs.kind == "none":
+        if mine.kind == theirs.kind:
+            return []
+        dense = (mine if theirs.kind == "none" else theirs).to_dense()
+        if dense is not None and not np.any(dense.astype(np.float64)):
+            side = "here" if mine.kind == "none" else "in the reference"
+            return [Difference("none_vs_zeros", where, f"None {side}, zeros of shape {list(dense.shape)} "
+                                                       f"on the other side")]
+        return [Difference("values", where, f"{mine.describe()} here, {theirs.describe()} in the reference")]
+    differences: list[Difference] = []
+    if mine.kind != theirs.kind:
+        differences.append(Difference("sparse_vs_dense", where, f"{mine.describe()} here, {theirs.describe()} "
+                                                                f"in the reference"))
+    if mine.dtype != theirs.dtype:
+        differences.append(Difference("dtype", where, f"{mine.dtype} here, {theirs.dtype} in the reference"))
+    if (mine.static_shape is not None and theirs.static_shape is not None
+            and not _compatible(mine.static_shape, theirs.static_shape)):
+        differences.append(Difference("shape", where, f"static shape {list(mine.static_shape)} here, "
+                                                      f"{list(theirs.static_shape)} in the reference"))
+    if mine.dtype == theirs.dtype:
+        differences += _compare_arrays(where, mine.to_dense(), theirs.to_dense())
+    return differences
+
+
+def _compatible(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> bool:
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
+
+
+def _compare_arrays(where: str, mine: np.ndarray | None, theirs: np.ndarray | None) -> list[Difference]:
+    if mine is None or theirs is None:
+        if mine is None and theirs is None:
+            return []
+        present = theirs if mine is None else mine
+        side = "here" if mine is None else "in the reference"
+        if not np.any(np.asarray(present, np.float64)):
+            return [Difference("none_vs_zeros", where, f"None {side}, zeros on the other side")]
+        return [Difference("values", where, f"None {side}, nonzero values on the other side")]
+    if mine.shape != theirs.shape:
+        return [Difference("shape", where, f"shape {list(mine.shape)} here, {list(theirs.shape)} in the reference")]
+    if mine.dtype != theirs.dtype:
+        return [Difference("dtype", where, f"{mine.dtype} here, {theirs.dtype} in the reference")]
+    tolerance = tolerance_for(theirs.dtype)
+    a, b = mine.astype(np.float64), theirs.astype(np.float64)
+    close = np.isclose(a, b, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+    if close.all():
+        return []
+    error = np.abs(a - b)
+    first = tuple(int(i) for i in np.argwhere(~close)[0])
+    max_abs = float(np.nanmax(np.where(close, 0.0, error)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        max_rel = float(np.nanmax(np.where(close, 0.0, error / np.abs(b))))
+    detail = (f"values differ at {int((~close).sum())} of {close.size} elements: max abs error {max_abs:.3g}, "
+              f"max rel error {max_rel:.3g}, first at index {list(first)} ({a[first]:.6g} here, "
+              f"{b[first]:.6g} in the reference)")
+    return [Difference("values", where, detail, max_abs=max_abs, max_rel=max_rel, index=first)]

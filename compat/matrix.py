@@ -1,0 +1,144 @@
+"""The check matrix: specs × dtypes × scenarios × variants, each cell compared with a reference variant."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import tensorflow as tf
+
+from compat.checker import CellStatus, Difference, cell_status, compare
+from compat.dtypes import DTYPES, TOLERANCES, cast_spec
+from compat.probe import UserCodeError
+from compat.results import VariantResult
+from compat.runner import run_matrix
+from compat.scenarios import Scenario, select_scenarios
+from compat.spec import GradientSpec
+from compat.variants import NATIVE_VARIANTS, is_native, parse_variant, select
+
+DEFAULT_REFERENCE = "defun_grad_func@v1_session"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One spec, scenario, dtype and variant, with its verdict against the reference variant."""
+
+    spec: str
+    scenario: str
+    dtype: str
+    variant: str
+    native: bool
+    status: CellStatus
+    differences: tuple[Difference, ...]
+    result: VariantResult
+    reference: str
+    unexpected: bool
+    """A native variant that disagrees with the reference in a way that can change what is learned."""
+
+    @property
+    def mechanism(self) -> str:
+        return self.result.mechanism
+
+    @property
+    def context(self) -> str:
+        return self.result.context
+
+
+@dataclasses.dataclass(frozen=True)
+class Skip:
+    spec: str
+    scenario: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckReport:
+    cells: tuple[Cell, ...]
+    skipped: tuple[Skip, ...]
+    reference: str
+    specs: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    variants: tuple[str, ...]
+    tensorflow: str = dataclasses.field(default_factory=lambda: tf.__version__)
+    tolerances: dict[str, dict[str, float]] = dataclasses.field(
+        default_factory=lambda: {name: dataclasses.asdict(t) for name, t in TOLERANCES.items()})
+
+    @property
+    def unexpected(self) -> tuple[Cell, ...]:
+        return tuple(cell for cell in self.cells if cell.unexpected)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every native variant agrees with the reference, 1 otherwise."""
+        return 1 if self.unexpected else 0
+
+
+Progress = Callable[[int, int, str], None]
+
+
+def check(specs: Sequence[GradientSpec], scenarios: Sequence[str] | None = None,
+          dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
+          reference: str = DEFAULT_REFERENCE, progress: Progress | None = None) -> CheckReport:
+    """Run every spec in every dtype, scenario and variant, and compare each cell with `reference`.
+
+    One graph or trace is built per (spec, dtype, context) for all its scenarios and variants.
+    """
+    chosen_scenarios = select_scenarios(list(scenarios) if scenarios is not None else None)
+    chosen_dtypes = tuple(dtypes) if dtypes is not None else ("float32",)
+    for dtype in chosen_dtypes:
+        if dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}; choose from {list(DTYPES)}")
+    parse_variant(reference)
+    chosen_variants = select(list(variants) if variants is not None else None)
+    to_run = select([*chosen_variants, reference])
+    cells: list[Cell] = []
+    skipped: list[Skip] = []
+    total = len(specs) * len(chosen_dtypes)
+    for step, (spec, dtype) in enumerate((s, d) for s in specs for d in chosen_dtypes):
+        if progress:
+            progress(step, total, f"{spec.name} {dtype}")
+        typed = cast_spec(spec, dtype)
+        applicable, spec_skips = _applicable(typed, chosen_scenarios)
+        skipped += spec_skips if dtype == chosen_dtypes[0] else []
+        if not applicable:
+            continue
+        downstreams = [scenario.downstream(typed) for scenario in applicable]
+        results = run_matrix(typed, downstreams, to_run)
+        by_key = {(r.variant, r.downstream): r for r in results}
+        for scenario in applicable:
+            baseline = _baseline(reference, {v: by_key[v, scenario.name] for v in to_run})
+            for variant in chosen_variants:
+                result = by_key[variant, scenario.name]
+                differences = compare(result, by_key[baseline, scenario.name]) if variant != baseline else ()
+                native = is_native(variant)
+                unexpected = native and variant not in (baseline, reference) and any(d.breaking for d in differences)
+                cells.append(Cell(spec.name, scenario.name, dtype, variant, native, cell_status(result, differences),
+                                  differences, result, baseline, unexpected))
+    if progress:
+        progress(total, total, "done")
+    return CheckReport(tuple(cells), tuple(skipped), reference, tuple(s.name for s in specs),
+                       tuple(s.name for s in chosen_scenarios), chosen_dtypes, chosen_variants)
+
+
+def _baseline(reference: str, results: dict[str, VariantResult]) -> str:
+    """The variant to compare with: the reference, or, where TensorFlow cannot run it (e.g. second order
+    through a Defun grad_func) or it fails, the first native variant that ran."""
+    if results[reference].status in ("ok", "not_called"):
+        return reference
+    fallback = [v for v in NATIVE_VARIANTS if v in results and results[v].status == "ok"]
+    return fallback[0] if fallback else reference
+
+
+def _applicable(spec: GradientSpec, scenarios: Sequence[Scenario]) -> tuple[list[Scenario], list[Skip]]:
+    applicable, skipped = [], []
+    for scenario in scenarios:
+        try:
+            reason = scenario.skip_reason(spec)
+        except UserCodeError as exc:
+            reason = f"forward failed while reading the output signature: {exc.problem}"
+        if reason is None:
+            applicable.append(scenario)
+        else:
+            skipped.append(Skip(spec.name, scenario.name, reason))
+    return applicable, skipped

@@ -1,0 +1,149 @@
+"""Downstream scenarios: the computations after the op that set the upstream gradient it receives."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from compat.downstream import Downstream
+from compat.signature import OutputSignature, output_signature
+from compat.spec import GradientSpec
+
+_SEED = 20261202
+
+
+def _weights(shape: tuple[int, ...], salt: int) -> np.ndarray:
+    """Fixed pseudo-random weights (seeded), away from zero so every element carries signal."""
+    rng = np.random.default_rng(_SEED + salt)
+    magnitude = rng.uniform(0.5, 2.0, size=shape)
+    return (magnitude * rng.choice([-1.0, 1.0], size=shape)).astype(np.float32)
+
+
+def _cast(value: np.ndarray, like: tf.Tensor) -> tf.Tensor:
+    return tf.cast(tf.constant(value), like.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """A named downstream; `make(signature)` builds it for a spec's outputs, `skip` says when it cannot."""
+
+    name: str
+    description: str
+    make: Callable[[OutputSignature], Downstream]
+    skip: Callable[[OutputSignature], str | None] = lambda signature: None
+
+    def skip_reason(self, spec: GradientSpec) -> str | None:
+        """Why this scenario does not apply to `spec`, or None when it does."""
+        signature = output_signature(spec)
+        if not signature.dtypes[0].is_floating:
+            return f"the first output is {signature.dtypes[0].name}: no gradient flows through it"
+        if signature.shapes[0] is None or None in signature.shapes[0]:
+            return "the first output's static shape is unknown"
+        return self.skip(signature)
+
+    def downstream(self, spec: GradientSpec) -> Downstream:
+        return dataclasses.replace(self.make(output_signature(spec)), name=self.name, description=self.description)
+
+
+def _shape(signature: OutputSignature) -> tuple[int, ...]:
+    return signature.shapes[0]  # type: ignore[return-value] - skip_reason guarantees a full static shape
+
+
+def _needs_rank(rank: int, why: str) -> Callable[[OutputSignature], str | None]:
+    return lambda s: None if len(_shape(s)) >= rank else f"the first output has rank {len(_shape(s))}: {why}"
+
+
+def _loss(fn: Callable[..., tf.Tensor]) -> Callable[[OutputSignature], Downstream]:
+    return lambda signature: Downstream("", fn)
+
+
+def _weighted(signature: OutputSignature) -> Downstream:
+    weights = _weights(_shape(signature), 1)
+    return Downstream("", lambda y, *rest: tf.reduce_sum(y * _cast(weights, y)))
+
+
+def _broadcast(signature: OutputSignature) -> Downstream:
+    row = _weights(_shape(signature)[-1:], 2)
+    return Downstream("", lambda y, *rest: tf.reduce_sum(y * _cast(row, y)))
+
+
+def _reduce_axis(signature: OutputSignature) -> Downstream:
+    column = _weights(_shape(signature)[1:], 3)
+    return Downstream("", lambda y, *rest: tf.reduce_sum(tf.reduce_sum(y, axis=0) * _cast(column, y)))
+
+
+def _gather(signature: OutputSignature) -> Downstream:
+    last = _shape(signature)[0] - 1
+    return Downstream("", lambda y, *rest: tf.reduce_sum(tf.gather(y, [0, last, 0])))
+
+
+def _gather_twice(signature: OutputSignature) -> Downstream:
+    last = _shape(signature)[0] - 1
+    return Downstream("", lambda y, *rest: tf.reduce_sum(tf.gather(y, [0])) + 3.0 * tf.reduce_sum(
+        tf.gather(y, [last, last])))
+
+
+def _reuse(signature: OutputSignature) -> Downstream:
+    weights = _weights(_shape(signature), 4)
+    return Downstream("", lambda y, *rest: 2.0 * tf.reduce_sum(y) + tf.reduce_sum(y * _cast(weights, y)))
+
+
+def _grad_ys(signature: OutputSignature) -> Downstream:
+    seed = _weights(_shape(signature), 5)
+    return Downstream("", lambda y, *rest: y, output_gradients=lambda target: _cast(seed, target))
+
+
+def _second_order(signature: OutputSignature) -> Downstream:
+    weights = _weights(_shape(signature), 6)
+    return Downstream("", lambda y, *rest: tf.reduce_sum(y * _cast(weights, y)), order=2)
+
+
+def _dynamic_batch(signature: OutputSignature) -> Downstream:
+    weights = _weights(_shape(signature), 7)
+    return Downstream("", lambda y, *rest: tf.reduce_sum(y * _cast(weights, y)), dynamic_batch=True)
+
+
+def _multi_output(signature: OutputSignature) -> str | None:
+    return None if signature.num_outputs > 1 else "the spec has one output; nothing is left unused"
+
+
+_SCENARIOS = (
+    Scenario("sum", "reduce_sum(y): the all-ones upstream everyone tests with",
+             _loss(lambda y, *rest: tf.reduce_sum(y))),
+    Scenario("scaled", "reduce_sum(3 * y): upstream all 3", _loss(lambda y, *rest: tf.reduce_sum(3.0 * y))),
+    Scenario("weighted", "reduce_sum(y * w), fixed seeded weights: upstream w", _weighted),
+    Scenario("mean", "reduce_mean(y): upstream 1/size", _loss(lambda y, *rest: tf.reduce_mean(y))),
+    Scenario("square", "reduce_sum(y ** 2): upstream 2y, depends on the forward value",
+             _loss(lambda y, *rest: tf.reduce_sum(tf.square(y)))),
+    Scenario("broadcast", "reduce_sum(y * row), a row broadcast over the leading axes", _broadcast,
+             _needs_rank(1, "nothing to broadcast over")),
+    Scenario("reduce_axis", "reduce_sum(reduce_sum(y, axis=0) * c): upstream constant along axis 0",
+             _reduce_axis, _needs_rank(1, "no axis to reduce")),
+    Scenario("gather", "reduce_sum(gather(y, [0, last, 0])): an IndexedSlices upstream", _gather,
+             _needs_rank(1, "nothing to gather")),
+    Scenario("gather_twice", "two gathers of y added: IndexedSlices aggregated", _gather_twice,
+             _needs_rank(1, "nothing to gather")),
+    Scenario("reuse", "y used twice (2*sum(y) + sum(y*w)): upstreams aggregated before the call", _reuse),
+    Scenario("unused_output", "only the first of several outputs is used", _loss(lambda y, *rest: tf.reduce_sum(y)),
+             _multi_output),
+    Scenario("stop_gradient", "reduce_sum(stop_gradient(y)): no gradient flows",
+             _loss(lambda y, *rest: tf.reduce_sum(tf.stop_gradient(y)))),
+    Scenario("grad_ys", "y itself with explicit grad_ys / output_gradients (seeded)", _grad_ys),
+    Scenario("second_order", "gradient of the sum of the input gradients of reduce_sum(y * w)", _second_order),
+    Scenario("dynamic_batch", "reduce_sum(y * w) with the leading dimension unknown while building",
+             _dynamic_batch, _needs_rank(1, "no batch dimension")),
+)
+
+SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in _SCENARIOS}
+
+
+def select_scenarios(names: list[str] | tuple[str, ...] | None) -> tuple[Scenario, ...]:
+    if names is None:
+        return _SCENARIOS
+    unknown = [name for name in names if name not in SCENARIOS]
+    if unknown:
+        raise ValueError(f"unknown scenario(s) {unknown}; choose from {list(SCENARIOS)}")
+    return tuple(SCENARIOS[name] for name in names)
