@@ -47,10 +47,13 @@ def cast_spec(spec: GradientSpec, dtype: str) -> GradientSpec:
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; choose from {list(DTYPES)}")
     target = DTYPES[dtype]
-    if all(value.dtype == target or not _is_float(value.dtype) for value in spec.example_inputs):
+    if all(value.dtype == target or not _is_float(value.dtype) for value in spec.sources):
         return spec
-    return spec.with_inputs([value.astype(target) if _is_float(value.dtype) else value
-                             for value in spec.example_inputs])
+
+    def cast(values: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+        return [value.astype(target) if _is_float(value.dtype) else value for value in values]
+
+    return spec.with_inputs(cast(spec.example_inputs), cast(spec.variables))
 
 
 def _is_float(dtype: np.dtype) -> bool:

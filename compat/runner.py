@@ -45,7 +45,7 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
     results: dict[tuple[str, str], VariantResult] = {}
     for context_name, planned in by_context.items():
         cases = [Case(build=_builder(variant, probe), inputs=spec.example_inputs, downstream=downstream,
-                      before_run=probe.reset_calls)
+                      before_run=probe.reset_calls, variables=spec.variables)
                  for variant, downstream, probe in planned]
         outcomes = CONTEXTS[context_name].run(cases)
         for (variant, downstream, probe), outcome in zip(planned, outcomes, strict=True):
@@ -84,7 +84,7 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
 
 
 def _shape_problem(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> str:
-    for index, (grad, value) in enumerate(zip(grads, spec.example_inputs, strict=False)):
+    for index, (grad, value) in enumerate(zip(grads, spec.sources, strict=False)):
         if grad is not None and np.shape(grad) != value.shape:
             return (f"the gradient for input {index} has shape {list(np.shape(grad))} but the input has shape "
                     f"{list(value.shape)}; a gradient must have its input's shape")
@@ -92,8 +92,11 @@ def _shape_problem(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> st
 
 
 def _tensorflow_message(error: BaseException) -> str:
+    """TensorFlow's own message, without the Python stack it embeds for graph execution errors."""
     text = getattr(error, "message", None) or str(error) or repr(error)
-    first = " ".join(line.strip() for line in text.strip().splitlines()[:3])
+    lines = [line.strip() for line in text.strip().splitlines()]
+    kept = [line for line in lines if line and not line.startswith(("File \"", "Detected at node", "[[{{node"))]
+    first = " ".join(kept[:3])
     if len(first) > _MESSAGE_LIMIT:
         first = first[: _MESSAGE_LIMIT - 3] + "..."
     return f"{type(error).__name__}: {first}"

@@ -30,7 +30,7 @@ def output_signature(spec: GradientSpec) -> OutputSignature:
 
     probe = Probe(spec, "signature")
     with tf.Graph().as_default():
-        placeholders = [tf.compat.v1.placeholder(value.dtype, value.shape) for value in spec.example_inputs]
+        placeholders = [tf.compat.v1.placeholder(value.dtype, value.shape) for value in spec.sources]
         outputs = [tf.convert_to_tensor(output) for output in probe.forward(*placeholders)]
     return OutputSignature(
         dtypes=tuple(output.dtype for output in outputs),

@@ -43,6 +43,9 @@ class GradientSpec:
       gradient: `gradient(inputs, outputs, upstreams) -> [grad or None per input]`. `upstreams` holds one
         entry per forward output exactly as the mechanism hands it over: a Tensor, a tf.IndexedSlices or None.
       example_inputs: numpy arrays giving the values, shapes and dtypes of the inputs.
+      variables: initial values of `tf.Variable`s the forward reads (the `variables=` path of
+        `tf.custom_gradient`). `forward(*inputs, *variable_values)` gets their values after the inputs, and
+        `gradient` returns one gradient per input, then one per variable.
       op_type: for the `override_map` mechanism, override this single op type created by `forward` (e.g.
         "Sign"), the way legacy code usually does, instead of wrapping the whole forward generically.
       description: one line shown in reports.
@@ -54,6 +57,7 @@ class GradientSpec:
     example_inputs: Sequence[np.ndarray]
     op_type: str | None = None
     description: str = ""
+    variables: Sequence[np.ndarray] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -78,22 +82,39 @@ class GradientSpec:
                     f"{where}: example_inputs[{index}] is a {type(value).__name__}, not a numpy array; "
                     f"wrap it with np.asarray(..., dtype=np.float32)."
                 )
+        if isinstance(self.variables, np.ndarray) or not isinstance(self.variables, Sequence):
+            raise SpecError(f"{where}: `variables` must be a list of numpy arrays (initial values), one per "
+                            f"tf.Variable the forward reads; got {type(self.variables).__name__}.")
+        for index, value in enumerate(self.variables):
+            if not isinstance(value, np.ndarray):
+                raise SpecError(f"{where}: variables[{index}] is a {type(value).__name__}, not a numpy array; "
+                                f"wrap it with np.asarray(..., dtype=np.float32).")
         if self.op_type is not None and (not isinstance(self.op_type, str) or not _OP_TYPE.match(self.op_type)):
             raise SpecError(
                 f"{where}: op_type {self.op_type!r} is not a TensorFlow op type name "
                 f"(CamelCase, e.g. 'Sign', 'MatMul'); leave it None to wrap the whole forward."
             )
         object.__setattr__(self, "example_inputs", tuple(self.example_inputs))
+        object.__setattr__(self, "variables", tuple(self.variables))
 
     @property
     def num_inputs(self) -> int:
         return len(self.example_inputs)
 
-    def with_inputs(self, example_inputs: Sequence[np.ndarray]) -> GradientSpec:
-        """The same spec with other example inputs (another dtype, shape or value)."""
-        return dataclasses.replace(self, example_inputs=tuple(example_inputs))
+    @property
+    def sources(self) -> tuple[np.ndarray, ...]:
+        """Everything gradients are taken with respect to: the inputs, then the variables' initial values."""
+        return (*self.example_inputs, *self.variables)
+
+    def with_inputs(self, example_inputs: Sequence[np.ndarray],
+                    variables: Sequence[np.ndarray] | None = None) -> GradientSpec:
+        """The same spec with other example inputs (and variable values): another dtype, shape or value."""
+        return dataclasses.replace(self, example_inputs=tuple(example_inputs),
+                                   variables=self.variables if variables is None else tuple(variables))
 
     def __repr__(self) -> str:
         shapes = ", ".join(f"{value.dtype}{list(value.shape)}" for value in self.example_inputs)
         op = f", op_type={self.op_type!r}" if self.op_type else ""
-        return f"GradientSpec(name={self.name!r}, inputs=[{shapes}]{op})"
+        variables = ", ".join(f"{value.dtype}{list(value.shape)}" for value in self.variables)
+        variables = f", variables=[{variables}]" if self.variables else ""
+        return f"GradientSpec(name={self.name!r}, inputs=[{shapes}]{variables}{op})"

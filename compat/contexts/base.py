@@ -21,6 +21,10 @@ Phase = Literal["build", "run"]
 class Case:
     """One gradient computation: a fresh op built by `build()`, fed `inputs`, under `downstream`.
 
+    `variables` are initial values of the tf.Variables the op reads; the context creates them where its
+    mode needs them (in the graph, outside the tf.function, eagerly) and differentiates with respect to
+    the inputs, then the variables.
+
     `before_run` is called before each attempt to run the case (a context may retry a case alone after a
     batched run failed), so run-time records start afresh.
     """
@@ -29,6 +33,7 @@ class Case:
     inputs: tuple[np.ndarray, ...]
     downstream: Downstream
     before_run: Callable[[], None] = lambda: None
+    variables: tuple[np.ndarray, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -73,8 +78,8 @@ def _second_order_target(grads: Sequence[Any]) -> Any:
     return tf.add_n(terms) if terms else None
 
 
-def _target_and_grad_ys(case: Case, inputs: Sequence[Any]) -> tuple[Any, Any]:
-    outputs = case.build()(*inputs)
+def _target_and_grad_ys(case: Case, sources: Sequence[Any]) -> tuple[Any, Any]:
+    outputs = case.build()(*sources)
     target = case.downstream.loss(*outputs)
     grad_ys = case.downstream.output_gradients(target) if case.downstream.output_gradients else None
     return target, grad_ys
@@ -90,7 +95,8 @@ class Gradients:
 
 
 def symbolic_gradients(case: Case, inputs: Sequence[Any], gradients: Callable[..., list[Any]]) -> Gradients:
-    """Input gradients with a `tf.gradients`-style function (v1 or v2), first or second order."""
+    """Gradients for `inputs` (tensors, then tf.Variables) with a `tf.gradients`-style function (v1 or v2),
+    first or second order."""
     target, grad_ys = _target_and_grad_ys(case, inputs)
     grads = gradients(target, list(inputs), grad_ys=grad_ys)
     if case.downstream.order == 1:
@@ -101,7 +107,8 @@ def symbolic_gradients(case: Case, inputs: Sequence[Any], gradients: Callable[..
 
 
 def tape_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
-    """Input gradients with tf.GradientTape (nested tapes for second order), in any mode."""
+    """Gradients for `inputs` (tensors, then tf.Variables) with tf.GradientTape (nested tapes for second
+    order), in any mode."""
     second_order = case.downstream.order == 2
     outer = tf.GradientTape() if second_order else contextlib.nullcontext()
     with outer as outer_tape:

@@ -20,8 +20,8 @@ class EagerTape(Context):
     def _run_one(case: Case) -> Outcome:
         case.before_run()
         try:
-            inputs = [tf.constant(value) for value in case.inputs]
-            grads = tape_gradients(case, inputs).grads
+            sources = [*(tf.constant(value) for value in case.inputs), *(tf.Variable(v) for v in case.variables)]
+            grads = tape_gradients(case, sources).grads
         except Exception as exc:  # noqa: BLE001 - eager builds and runs at once: both are "run" here.
             return Outcome(error=exc, phase="build" if _is_unsupported(exc) else "run")
         return Outcome(input_grads=tuple(None if g is None else g.numpy() for g in grads))

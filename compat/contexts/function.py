@@ -28,6 +28,7 @@ class FunctionContext(Context):
         signature = [tf.TensorSpec(input_shape(value, cases[index].downstream), tf.as_dtype(value.dtype))
                      for index in indices for value in cases[index].inputs]
         gradients = type(self).gradients
+        variables = {index: [tf.Variable(value) for value in cases[index].variables] for index in indices}
 
         def body(*flat_inputs):
             results = {}
@@ -36,7 +37,7 @@ class FunctionContext(Context):
                 inputs = flat_inputs[position: position + len(cases[index].inputs)]
                 position += len(inputs)
                 try:
-                    results[str(index)] = gradients(cases[index], inputs).grads
+                    results[str(index)] = gradients(cases[index], [*inputs, *variables[index]]).grads
                 except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
                     outcomes[index] = Outcome(error=exc, phase="build")
             return results

@@ -28,6 +28,8 @@ class GraphSessionContext(Context):
                 except Exception as exc:  # noqa: BLE001 - a case that cannot be built is a result.
                     outcomes[index] = Outcome(error=exc, phase="build")
         with tf.compat.v1.Session(graph=graph) as session:
+            with graph.as_default():
+                session.run(tf.compat.v1.global_variables_initializer())
             outcomes_run = _run_together(session, cases, built)
             if outcomes_run is None:  # the batch failed: run each case alone to find which ones fail
                 outcomes_run = {index: _run_alone(session, cases[index], *built[index]) for index in built}
@@ -38,7 +40,8 @@ class GraphSessionContext(Context):
     def _build(self, case: Case) -> tuple[Gradients, dict[Any, Any]]:
         placeholders = [tf.compat.v1.placeholder(value.dtype, input_shape(value, case.downstream))
                         for value in case.inputs]
-        grads = type(self).gradients(case, placeholders)
+        variables = [tf.Variable(value) for value in case.variables]
+        grads = type(self).gradients(case, [*placeholders, *variables])
         return grads, dict(zip(placeholders, case.inputs, strict=True))
 
 

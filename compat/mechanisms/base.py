@@ -33,6 +33,12 @@ def dtypes_of(values: Any) -> list[tf.DType]:
     return [tf.as_dtype(value.dtype) for value in values]
 
 
+def read_variables(probe: Probe, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`op(*inputs, *variables)` arguments with each tf.Variable replaced by a read of its value."""
+    num_inputs = probe.spec.num_inputs
+    return (*args[:num_inputs], *(tf.convert_to_tensor(variable) for variable in args[num_inputs:]))
+
+
 def output_dtypes(probe: Probe) -> list[tf.DType]:
     """The dtypes of the spec's forward outputs, found by building it once in a scratch graph."""
     try:
@@ -57,7 +63,10 @@ class Mechanism(abc.ABC):
 
     @abc.abstractmethod
     def build(self, probe: Probe) -> BuiltOp:
-        """Return `op(*inputs)` for `probe.spec`, whose gradient calls `probe.call_gradient`."""
+        """Return `op(*inputs, *variables)` for `probe.spec`, whose gradient calls `probe.call_gradient`.
+
+        `variables` are the tf.Variables made from `spec.variables`; the op reads them as the pattern does.
+        """
 
     def is_native(self, context: str) -> bool:
         return self.native_contexts is None or context in self.native_contexts

@@ -10,6 +10,10 @@ The equivalent hand-written user code:
         return y, grad
 
 A forward with several outputs returns them as a tuple, and `grad(*dys)` receives one upstream each.
+A forward that reads tf.Variables uses the `variables=` path:
+
+    def grad(dy, variables=None):
+        return input_grads, [gradient for each variable in `variables`]
 """
 
 from __future__ import annotations
@@ -26,16 +30,25 @@ class CustomGradient(Mechanism):
     summary = "@tf.custom_gradient with an inner grad(*dys)"
 
     def build(self, probe: Probe) -> BuiltOp:
-        @tf.custom_gradient
-        def custom_op(*inputs):
-            outputs = probe.forward(*inputs)
+        num_inputs = probe.spec.num_inputs
 
-            def grad(*upstreams):
-                return probe.call_gradient(inputs, outputs, upstreams)
+        def op(*args):
+            inputs, variables = args[:num_inputs], args[num_inputs:]
 
-            return (outputs[0] if len(outputs) == 1 else outputs), grad
+            @tf.custom_gradient
+            def custom_op(*inputs):
+                reads = tuple(tf.convert_to_tensor(variable) for variable in variables)
+                outputs = probe.forward(*inputs, *reads)
 
-        def op(*inputs):
+                def grad(*upstreams, **kwargs):
+                    grads = probe.call_gradient((*inputs, *reads), outputs, upstreams)
+                    if not variables:
+                        return grads
+                    by_ref = {variable.ref(): g for variable, g in zip(variables, grads[num_inputs:], strict=True)}
+                    return grads[:num_inputs], [by_ref[v.ref()] for v in kwargs.get("variables") or ()]
+
+                return (outputs[0] if len(outputs) == 1 else outputs), grad
+
             outputs = custom_op(*inputs)
             return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
 

@@ -14,6 +14,7 @@ The equivalent hand-written user code (TF1 graph mode):
 
 The gradient Defun receives the forward inputs then one dense upstream per output, and must return a
 tensor per input: where the spec's gradient returns None, this mechanism returns zeros, as a user must.
+Variables the forward reads are read outside and passed in as extra arguments, as Defun users do.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.python.framework import function
 
-from compat.mechanisms.base import BuiltOp, Mechanism, dtypes_of, output_dtypes, unique_name
+from compat.mechanisms.base import BuiltOp, Mechanism, dtypes_of, output_dtypes, read_variables, unique_name
 from compat.probe import Probe
 
 
@@ -31,7 +32,7 @@ class DefunGradFunc(Mechanism):
     summary = "function.Defun(*dtypes, grad_func=<Defun of (*inputs, *dys)>)"
 
     def build(self, probe: Probe) -> BuiltOp:
-        input_dtypes = dtypes_of(probe.spec.example_inputs)
+        input_dtypes = dtypes_of(probe.spec.sources)
         num_inputs = len(input_dtypes)
         base = unique_name(probe.spec.name)
 
@@ -47,8 +48,8 @@ class DefunGradFunc(Mechanism):
         def forward_op(*inputs):
             return probe.forward(*inputs)
 
-        def op(*inputs):
-            outputs = forward_op(*inputs)
+        def op(*args):
+            outputs = forward_op(*read_variables(probe, args))
             return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
 
         return op

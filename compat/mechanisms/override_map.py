@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from compat.mechanisms.base import BuiltOp, Mechanism, unique_name
+from compat.mechanisms.base import BuiltOp, Mechanism, read_variables, unique_name
 from compat.probe import Probe
 
 
@@ -41,7 +41,8 @@ class OverrideMap(Mechanism):
             def _override(op, *upstreams):
                 return probe.call_gradient(tuple(op.inputs), tuple(op.outputs), upstreams)
 
-            def op(*inputs):
+            def op(*args):
+                inputs = read_variables(probe, args)
                 graph = tf.compat.v1.get_default_graph()
                 before = len(graph.get_operations())
                 with graph.gradient_override_map({op_type: gradient_name}):
@@ -52,7 +53,7 @@ class OverrideMap(Mechanism):
 
             return op
 
-        num_inputs = probe.spec.num_inputs
+        num_inputs = len(probe.spec.sources)
 
         @tf.RegisterGradient(gradient_name)
         def _override_wrapped(op, *upstreams):
@@ -61,7 +62,8 @@ class OverrideMap(Mechanism):
             grads = probe.call_gradient(inputs, outputs, upstreams[:num_outputs])
             return [None] * num_outputs + grads
 
-        def op(*inputs):
+        def op(*args):
+            inputs = read_variables(probe, args)
             outputs = probe.forward(*inputs)
             graph = tf.compat.v1.get_default_graph()
             with graph.gradient_override_map({"IdentityN": gradient_name}):
