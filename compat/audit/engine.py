@@ -1,0 +1,169 @@
+"""Audit many files in parallel and combine them: tree-wide rules (GC007 notes, GC008) and the summary."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+
+from compat.audit import data as tf_data
+from compat.audit.findings import FileResult, Finding, Site
+from compat.audit.rules import RULES, Severity
+from compat.audit.visitor import audit_tree
+from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, iter_python_files, read_and_parse
+
+# Below this many files a process pool costs more than it saves.
+_PARALLEL_MIN_FILES = 48
+_CHUNKSIZE = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditReport:
+    """The result of one audit run. Holds findings and counts only, so memory does not grow per clean file.
+
+    Attributes:
+      findings: all findings, sorted by path, line, column, rule.
+      files_scanned: number of files read (or attempted).
+      files_parsed: files parsed with `ast` (the rest were skipped by the pre-filter or are GC000).
+      files_unreadable: files with a GC000 finding.
+      lines: total lines read.
+      tf_version: TensorFlow version of the shipped op-type data.
+    """
+
+    findings: tuple[Finding, ...]
+    files_scanned: int
+    files_parsed: int
+    files_unreadable: int
+    lines: int
+    tf_version: str
+
+    @property
+    def counts(self) -> Mapping[str, int]:
+        """Findings per rule id, every rule listed (zeros included), in rule order."""
+        counter = collections.Counter(f.rule for f in self.findings)
+        return {rule: counter.get(rule, 0) for rule in RULES}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    strict: bool
+    max_file_bytes: int
+
+
+def audit_file(path: str, strict: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileResult:
+    """Audit one file (per-file rules only). Never raises: failures are GC000 findings."""
+    result, tree, text = read_and_parse(path, strict=strict, max_file_bytes=max_file_bytes)
+    if tree is None:
+        return result
+    try:
+        return audit_tree(path, tree, text, tf_data.load(), result.lines)
+    except RecursionError as e:
+        return dataclasses.replace(result, parsed=False, findings=(Finding(
+            path, 1, 1, "GC000", 1, str(RULES["GC000"].severity), f"too deeply nested to audit: {e}",
+            RULES["GC000"].help),))
+
+
+def _audit_task(args: tuple[str, _Options]) -> FileResult:
+    path, opts = args
+    return audit_file(path, opts.strict, opts.max_file_bytes)
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    # fork is much cheaper to start; spawn elsewhere (and where fork is unavailable).
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _results(paths: Iterable[str], opts: _Options, jobs: int) -> Iterable[FileResult]:
+    paths = iter(paths)
+    head = [p for _, p in zip(range(_PARALLEL_MIN_FILES), paths, strict=False)]
+    if jobs <= 1 or len(head) < _PARALLEL_MIN_FILES:
+        tasks = [(p, opts) for p in head] + [(p, opts) for p in paths]
+        yield from map(_audit_task, tasks)
+        return
+    tf_data.load()  # loaded once in the parent; forked workers inherit it.
+    with _pool_context().Pool(jobs) as pool:
+        tasks = ((p, opts) for chain in (head, paths) for p in chain)
+        yield from pool.imap_unordered(_audit_task, tasks, chunksize=_CHUNKSIZE)
+
+
+def tree_findings(registrations: Iterable[Site], override_targets: Iterable[Site],
+                  builtin_gradients: frozenset[str]) -> list[Finding]:
+    """GC008 for every registration of a name after its first; a GC007 note for map values never registered."""
+    findings: list[Finding] = []
+    by_name: dict[str, list[Site]] = collections.defaultdict(list)
+    for site in registrations:
+        by_name[site.name].append(site)
+    for name, sites in by_name.items():
+        sites.sort(key=lambda s: (s.path, s.line, s.col))
+        first = sites[0]
+        for site in sites[1:]:
+            findings.append(Finding(
+                site.path, site.line, site.col, "GC008", site.end_line, str(RULES["GC008"].severity),
+                f"gradient {name!r} is registered again (first at {first.path}:{first.line}); TensorFlow "
+                f"raises KeyError: Registering two gradient with name {name!r} when both modules are imported",
+                f"Rename one registration (e.g. {name + '_v2'!r}) and update the gradient_override_map "
+                "values that point to it.",
+            ))
+    for site in override_targets:
+        if site.name not in by_name and site.name not in builtin_gradients:
+            findings.append(Finding(
+                site.path, site.line, site.col, "GC007", site.end_line, str(Severity.NOTE),
+                f"override-map value {site.name!r} is not a gradient registered in the scanned tree nor by "
+                "TensorFlow; the override fails with LookupError unless it is registered elsewhere",
+                f"Register it with @tf.RegisterGradient({site.name!r}), or include the module that does in "
+                "the scan.",
+            ))
+    return findings
+
+
+def audit_paths(
+    paths: Iterable[str],
+    *,
+    excludes: Iterable[str] = (),
+    jobs: int | None = None,
+    strict: bool = False,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    on_file: Callable[[FileResult], None] | None = None,
+) -> AuditReport:
+    """Audit every `.py` file under `paths`; never imports or executes the scanned code.
+
+    Args:
+      paths: files and directories. Missing paths are the caller's to reject (the app exits 2).
+      excludes: glob patterns, see `walker.iter_python_files`.
+      jobs: worker processes (default: CPU count). Small trees are audited in-process.
+      strict: parse every file, so a syntax error anywhere is GC000 (slower: by default files without
+        any legacy-gradient word are only read and decoded, not parsed).
+      max_file_bytes: larger files are streamed through the pre-filter, and GC000 if they need parsing.
+      on_file: called with each file's result as it completes (e.g. a progress bar).
+
+    Returns:
+      An `AuditReport`.
+
+    Example:
+      >>> report = audit_paths(["src/"], excludes=["*_pb2.py"])
+      >>> [f"{f.path}:{f.line}: {f.rule}" for f in report.findings]
+    """
+    data = tf_data.load()
+    opts = _Options(strict=strict, max_file_bytes=max_file_bytes)
+    findings: list[Finding] = []
+    registrations: list[Site] = []
+    targets: list[Site] = []
+    scanned = parsed = unreadable = lines = 0
+    files = iter_python_files(paths, excludes)
+    for result in _results(files, opts, jobs or os.cpu_count() or 1):
+        scanned += 1
+        parsed += result.parsed
+        unreadable += result.unreadable
+        lines += result.lines
+        findings.extend(result.findings)
+        registrations.extend(result.registrations)
+        targets.extend(result.override_targets)
+        if on_file is not None:
+            on_file(result)
+    findings.extend(tree_findings(registrations, targets, data.gradient_names))
+    return AuditReport(tuple(sorted(findings)), scanned, parsed, unreadable, lines, data.version)

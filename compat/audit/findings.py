@@ -1,0 +1,77 @@
+"""What the audit reports: one `Finding` per problem, one `FileResult` per scanned file."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+
+class Severity(enum.StrEnum):
+    """How urgent a finding is; the values are SARIF result levels."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Finding:
+    """One problem at one place in one file.
+
+    Attributes:
+      path: the file as given on the command line (or found under a given directory), `/`-separated.
+      line, col: 1-based start of the offending expression (SARIF convention; `col` counts characters).
+      end_line: 1-based last line of the expression.
+      rule: stable rule id, e.g. `GC003` (see `compat.audit.RULES`).
+      severity: `Severity` value as a string.
+      message: what is wrong, naming the user's thing.
+      suggestion: the concrete TF2 shape of the code and what to check with `compat-check`.
+    """
+
+    path: str
+    line: int
+    col: int
+    rule: str
+    end_line: int
+    severity: str
+    message: str
+    suggestion: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Site:
+    """A named thing at a place: a registered gradient name, or an override-map value that points at one."""
+
+    name: str
+    path: str
+    line: int
+    col: int
+    end_line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class FileResult:
+    """Everything one file contributes; tree-wide rules (GC007 notes, GC008) combine these afterwards.
+
+    Attributes:
+      path: the file, as in `Finding.path`.
+      lines: number of lines read (0 when unreadable).
+      parsed: whether the file was parsed with `ast` (False when the pre-filter skipped it or it failed).
+      findings: per-file findings, GC000 included.
+      registrations: gradient names this file registers with a literal `RegisterGradient("Name")`.
+      override_targets: literal values of `gradient_override_map` entries (registered gradient names).
+    """
+
+    path: str
+    lines: int = 0
+    parsed: bool = False
+    findings: tuple[Finding, ...] = ()
+    registrations: tuple[Site, ...] = ()
+    override_targets: tuple[Site, ...] = ()
+
+    @property
+    def unreadable(self) -> bool:
+        return any(f.rule == "GC000" for f in self.findings)

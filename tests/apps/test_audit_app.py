@@ -1,0 +1,102 @@
+"""compat-audit end to end in a subprocess: exit codes, formats, --exclude, --output, and no TensorFlow."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LEGACY = "import tensorflow as tf\n@tf.RegisterGradient('A')\ndef g(op, grad):\n    return grad\n"
+
+
+def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "compat.apps.audit", *args], capture_output=True, text=True, timeout=120,
+        cwd=cwd or REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "legacy.py").write_text(LEGACY)
+    (tmp_path / "vendor").mkdir()
+    (tmp_path / "vendor" / "other.py").write_text(LEGACY.replace("'A'", "'B'"))
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    return tmp_path
+
+
+def test_exit_0_when_clean(tree):
+    proc = _run(str(tree / "clean.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert "1 files" in proc.stderr and "0 findings" in proc.stderr
+
+
+def test_exit_1_with_text_findings(tree):
+    proc = _run(str(tree))
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == [f"{tree}/legacy.py:2:2: GC003 RegisterGradient('A') on 'g': a graph-mode gradient "
+                     "registry entry",
+                     f"{tree}/vendor/other.py:2:2: GC003 RegisterGradient('B') on 'g': a graph-mode gradient "
+                     "registry entry"]
+    assert "[" not in proc.stderr  # no progress bar when stderr is not a terminal
+
+
+@pytest.mark.parametrize("args,needle", [
+    ((), "give at least one file or directory"),
+    (("does/not/exist",), "no such file or directory: does/not/exist"),
+    (("--format=xml", "."), "--format=xml"),
+])
+def test_exit_2_on_usage_errors(args, needle):
+    proc = _run(*args)
+    assert proc.returncode == 2
+    assert needle in proc.stderr
+
+
+def test_exclude_repeatable_and_comma_separated(tree):
+    assert _run("--exclude=vendor,nothing*", "--exclude=legacy.py", str(tree)).returncode == 0
+    proc = _run("--exclude=vendor/*", str(tree))
+    assert proc.returncode == 1 and "vendor" not in proc.stdout and "legacy.py" in proc.stdout
+
+
+def test_output_file_written_atomically(tree, tmp_path):
+    out = tmp_path / "report.json"
+    out.write_text("stale")
+    proc = _run("--format=json", f"--output={out}", str(tree))
+    assert proc.returncode == 1 and proc.stdout == ""
+    doc = json.loads(out.read_text())
+    assert doc["summary"]["findings"] == 2
+    assert not list(tmp_path.glob(".compat-audit-*"))
+
+
+def test_sarif_uris_relative_to_working_directory(tree):
+    proc = _run("--format=sarif", ".", cwd=tree)
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(proc.stdout)["runs"][0]["results"]]
+    assert uris == ["legacy.py", "vendor/other.py"]
+
+
+def test_forced_progress_goes_to_stderr_only(tree):
+    proc = _run("--progress", "--format=json", str(tree))
+    assert "3/3 files" in proc.stderr
+    json.loads(proc.stdout)
+
+
+def test_app_never_imports_tensorflow(tree, tmp_path):
+    wrapper = tmp_path / "wrapper.py"
+    wrapper.write_text(
+        "import runpy, sys\n"
+        "try:\n"
+        "    runpy.run_module('compat.apps.audit', run_name='__main__')\n"
+        "finally:\n"
+        "    leaked = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
+        "    sys.stderr.write(f'LEAKED={leaked}\\n')\n")
+    proc = subprocess.run([sys.executable, str(wrapper), "--format=sarif", str(tree)], capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 1, proc.stderr
+    assert "LEAKED=[]" in proc.stderr

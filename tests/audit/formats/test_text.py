@@ -1,0 +1,29 @@
+"""Text format: `path:line:col: GC00X message` lines, optional indented suggestions, and the summary line."""
+
+from __future__ import annotations
+
+import re
+
+from compat.audit import render
+from compat.audit.formats import RenderOptions
+from compat.audit.formats.text import summary
+
+SRC = "import tensorflow as tf\n@tf.RegisterGradient('A')\ndef g(op, grad):\n    return grad\n"
+
+
+def test_one_line_per_finding(audit_source):
+    report = audit_source(SRC, files={"b": "x = \xff"})
+    lines = render(report, "text").splitlines()
+    assert len(lines) == len(report.findings) == 1
+    assert re.fullmatch(r".*/m\.py:2:2: GC003 RegisterGradient\('A'\) on 'g': .*", lines[0])
+
+
+def test_suggestions_are_indented_under_their_finding(audit_source):
+    lines = render(audit_source(SRC), "text", RenderOptions(suggestions=True)).splitlines()
+    assert "GC003" in lines[0]
+    assert lines[1] == "    @tf.custom_gradient" and all(line.startswith("    ") for line in lines[1:])
+
+
+def test_summary_counts_files_and_rules(audit_source):
+    text = summary(audit_source(SRC))
+    assert "1 files" in text and "0 with GC000" in text and "GC003: 1" in text

@@ -1,0 +1,52 @@
+"""Tree-wide rules (GC008, GC007 notes), determinism across job counts, and the report summary."""
+
+from __future__ import annotations
+
+from compat.audit import RULES, audit_paths
+
+
+def test_gc008_same_name_registered_in_two_files(audit_source):
+    report = audit_source(files={
+        "a": "import tensorflow as tf\n@tf.RegisterGradient('Dup')\ndef g(op, grad):\n    return grad\n",
+        "pkg__b": "from tensorflow.python.framework import ops\nops.RegisterGradient('Dup')(lambda op, g: g)\n",
+    })
+    gc008 = [f for f in report.findings if f.rule == "GC008"]
+    assert len(gc008) == 1
+    assert gc008[0].path.endswith("pkg/b.py") and gc008[0].line == 2
+    assert "a.py:2" in gc008[0].message and "Registering two gradient" in gc008[0].message
+
+
+def test_gc008_not_for_distinct_names(audit_source):
+    report = audit_source(files={
+        "a": "import tensorflow as tf\ntf.RegisterGradient('One')(abs)\n",
+        "b": "import tensorflow as tf\ntf.RegisterGradient('Two')(abs)\n",
+    })
+    assert "GC008" not in [f.rule for f in report.findings]
+
+
+def test_gc007_note_for_map_value_registered_nowhere(audit_source):
+    report = audit_source(files={
+        "reg": "import tensorflow as tf\n@tf.RegisterGradient('Known')\ndef g(op, grad):\n    return grad\n",
+        "use": "def f(g):\n    with g.gradient_override_map({'Sign': 'Known', 'Abs': 'Missing',"
+               " 'Relu': 'Identity'}):\n        pass\n",
+    })
+    notes = [f for f in report.findings if f.rule == "GC007"]
+    assert len(notes) == 1 and notes[0].severity == "note" and "'Missing'" in notes[0].message
+
+
+def test_parallel_and_serial_runs_agree(tmp_path, monkeypatch):
+    monkeypatch.setattr("compat.audit.engine._PARALLEL_MIN_FILES", 4)
+    for i in range(40):
+        body = f"import tensorflow as tf\ntf.RegisterGradient('G{i % 7}')(abs)\n" if i % 3 else "x = 1\n"
+        (tmp_path / f"m{i}.py").write_text(body)
+    serial = audit_paths([str(tmp_path)], jobs=1)
+    parallel = audit_paths([str(tmp_path)], jobs=2)
+    assert serial == parallel
+    assert serial.files_scanned == 40
+    assert serial.counts["GC008"] == 26 - 7
+
+
+def test_counts_list_every_rule(audit_source):
+    report = audit_source("x = 1\n")
+    assert list(report.counts) == list(RULES) and not any(report.counts.values())
+    assert report.files_scanned == 1 and report.lines == 1 and report.files_parsed == 0
