@@ -81,7 +81,7 @@ def _compare_upstream(where: str, mine: Upstream, theirs: Upstream) -> list[Diff
                                                                 f"in the reference"))
     if mine.dtype != theirs.dtype:
         differences.append(Difference("dtype", where, f"{mine.dtype} here, {theirs.dtype} in the reference"))
-    if (mine.static_shape is not None and theirs.static_shape is not None
+    if (mine.kind == theirs.kind and mine.static_shape is not None and theirs.static_shape is not None
             and not _compatible(mine.static_shape, theirs.static_shape)):
         differences.append(Difference("shape", where, f"static shape {list(mine.static_shape)} here, "
                                                       f"{list(theirs.static_shape)} in the reference"))

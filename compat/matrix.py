@@ -13,6 +13,7 @@ from compat.probe import UserCodeError
 from compat.results import VariantResult
 from compat.runner import run_matrix
 from compat.scenarios import Scenario, select_scenarios
+from compat.signature import output_signature
 from compat.spec import GradientSpec
 from compat.variants import NATIVE_VARIANTS, is_native, parse_variant, select
 
@@ -99,6 +100,11 @@ def check(specs: Sequence[GradientSpec], scenarios: Sequence[str] | None = None,
         if progress:
             progress(step, total, f"{spec.name} {dtype}")
         typed = cast_spec(spec, dtype)
+        try:
+            output_signature(typed)
+        except UserCodeError as exc:
+            cells += _broken_spec_cells(spec.name, dtype, chosen_variants, reference, exc)
+            continue
         applicable, spec_skips = _applicable(typed, chosen_scenarios)
         skipped += spec_skips if dtype == chosen_dtypes[0] else []
         if not applicable:
@@ -130,13 +136,25 @@ def _baseline(reference: str, results: dict[str, VariantResult]) -> str:
     return fallback[0] if fallback else reference
 
 
+def _broken_spec_cells(spec: str, dtype: str, variants: Sequence[str], reference: str,
+                       error: UserCodeError) -> list[Cell]:
+    """A spec whose forward cannot even be built: one `error` cell per variant, saying why."""
+    cells = []
+    for variant in variants:
+        mechanism, context = variant.split("@")
+        message = f"spec `{spec}`, variant `{variant}`: {error.problem}"
+        result = VariantResult(spec=spec, variant=variant, mechanism=mechanism, context=context, status="error",
+                               message=message, downstream="sum")
+        difference = Difference("error", "status", message)
+        cells.append(Cell(spec, "sum", dtype, variant, is_native(variant), "error", (difference,), result,
+                          reference, is_native(variant)))
+    return cells
+
+
 def _applicable(spec: GradientSpec, scenarios: Sequence[Scenario]) -> tuple[list[Scenario], list[Skip]]:
     applicable, skipped = [], []
     for scenario in scenarios:
-        try:
-            reason = scenario.skip_reason(spec)
-        except UserCodeError as exc:
-            reason = f"forward failed while reading the output signature: {exc.problem}"
+        reason = scenario.skip_reason(spec)
         if reason is None:
             applicable.append(scenario)
         else:

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-import time
 from collections.abc import Sequence
 
 from absl import app, flags
 
+from compat.apps._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    ProgressBar,
+    run_app,
+    wants_progress,
+    write_atomically,
+)
 from compat.audit import RULES, audit_paths
 from compat.audit.engine import AuditReport
 from compat.audit.findings import FileResult
@@ -41,49 +48,23 @@ _SUGGESTIONS = flags.DEFINE_bool("show_suggestions", False, "Text format: print 
 _LIST_RULES = flags.DEFINE_bool("list_rules", False, "Print the rules and exit.")
 
 FLAGS = flags.FLAGS
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_CLEAN = EXIT_OK
 
 
-class _ProgressBar:
-    """A one-line bar on stderr, redrawn at most 10 times a second; stdout is never touched."""
+class _ProgressBar(ProgressBar):
+    """Counts files and findings as the audit streams them."""
 
-    def __init__(self, total: int, stream=sys.stderr) -> None:  # noqa: ANN001 - a text stream
-        self.total, self.done, self.findings = max(total, 1), 0, 0
-        self.stream, self._last = stream, 0.0
+    def __init__(self, total: int) -> None:
+        super().__init__(total, "files")
+        self.findings = 0
 
     def __call__(self, result: FileResult) -> None:
-        self.done += 1
         self.findings += len(result.findings)
-        now = time.monotonic()
-        if now - self._last >= 0.1 or self.done == self.total:
-            self._last = now
-            filled = int(30 * self.done / self.total)
-            self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} files, "
-                              f"{self.findings} findings")
-            self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
+        self.advance(f"{self.findings} findings")
 
 
 def _excludes(values: Sequence[str]) -> list[str]:
     return [p.strip() for value in values for p in value.split(",") if p.strip()]
-
-
-def _write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".compat-audit-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _list_rules() -> str:
@@ -105,7 +86,7 @@ def main(argv: Sequence[str]) -> int:
         raise app.UsageError(f"--output={_OUTPUT.value} is a directory; give a file name",
                              exitcode=EXIT_USAGE)
     excludes = _excludes(_EXCLUDE.value)
-    show_progress = _PROGRESS.value if _PROGRESS.value is not None else sys.stderr.isatty()
+    show_progress = wants_progress(_PROGRESS.value)
     bar = _ProgressBar(sum(1 for _ in iter_python_files(paths, excludes))) if show_progress else None
     report: AuditReport = audit_paths(
         paths, excludes=excludes, jobs=_JOBS.value or None, strict=_STRICT.value,
@@ -115,7 +96,7 @@ def main(argv: Sequence[str]) -> int:
         bar.close()
     text = render(report, _FORMAT.value, RenderOptions(base_dir=os.getcwd(), suggestions=_SUGGESTIONS.value))
     if _OUTPUT.value:
-        _write_atomically(_OUTPUT.value, text)
+        write_atomically(_OUTPUT.value, text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -123,18 +104,9 @@ def main(argv: Sequence[str]) -> int:
     return EXIT_FINDINGS if report.findings else EXIT_CLEAN
 
 
-def _parse_flags(argv: list[str]) -> list[str]:
-    """Like absl's default parser, but a bad flag is a usage error (exit 2), not exit 1."""
-    try:
-        return FLAGS(argv)
-    except flags.Error as e:
-        sys.stderr.write(f"compat-audit: {e}\nPass --helpshort for the flags.\n")
-        sys.exit(EXIT_USAGE)
-
-
 def run() -> None:
     """Console-script entry point (`compat-audit`)."""
-    app.run(main, flags_parser=_parse_flags)
+    run_app(main, __name__, "compat-audit")
 
 
 if __name__ == "__main__":

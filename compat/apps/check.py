@@ -1,0 +1,107 @@
+"""compat-check: run custom gradients through every mechanism, context and scenario, and compare.
+
+With no flags it runs the whole built-in catalogue. Exit codes: 0 every native variant agrees with the
+reference, 1 an unexpected difference exists, 2 a usage error (unknown spec, scenario, variant or dtype;
+a spec file that does not load).
+
+    compat-check
+    compat-check --specs=scaled_ste,my_ops.py:MY_SPEC --scenarios=sum,gather --format=html --output=r.html
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import app, flags, logging
+
+from compat.apps._common import EXIT_USAGE, ProgressBar, run_app, wants_progress, write_atomically
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+_FORMATS = ["table", "json", "markdown", "html"]
+
+SPECS = flags.DEFINE_list(
+    "specs", None, "Catalogue names, path/to/file.py[:NAME] or package.module:NAME (NAME: a GradientSpec, a "
+    "list of them, or a function returning either). Default: the whole catalogue.")
+SCENARIOS = flags.DEFINE_list("scenarios", None, "Downstream scenarios to run. Default: all.")
+VARIANTS = flags.DEFINE_list(
+    "variants", None, "mechanism@context variants (globs like custom_gradient@* or *@eager_tape). Default: all.")
+DTYPES = flags.DEFINE_list("dtypes", ["float32"], "Floating dtypes: float32, float64, float16, bfloat16.")
+REFERENCE = flags.DEFINE_string("reference", "defun_grad_func@v1_session", "The variant every cell is compared with.")
+FORMAT = flags.DEFINE_enum("format", "table", _FORMATS, "Report format.")
+OUTPUT = flags.DEFINE_string("output", None, "Write the report to this file (atomically) instead of stdout.")
+PROGRESS = flags.DEFINE_bool("progress", None, "Show a progress bar on stderr (default: when it is a terminal).")
+LIST = flags.DEFINE_bool("list", False, "List catalogue specs, scenarios, variants and dtypes, then exit.")
+
+
+def _usage_error(message: str) -> app.UsageError:
+    return app.UsageError(message, exitcode=EXIT_USAGE)
+
+
+def _listing() -> str:
+    from compat.catalogue import CATALOGUE
+    from compat.dtypes import DTYPES
+    from compat.scenarios import SCENARIOS
+    from compat.variants import NATIVE_VARIANTS, VARIANTS
+
+    lines = ["specs (catalogue):"] + [f"  {name}: {factory().description}" for name, factory in CATALOGUE.items()]
+    lines += ["scenarios:"] + [f"  {name}: {scenario.description}" for name, scenario in SCENARIOS.items()]
+    lines += ["variants (* = native):"] + [f"  {'*' if v in NATIVE_VARIANTS else ' '} {v}" for v in VARIANTS]
+    lines += ["dtypes: " + ", ".join(DTYPES)]
+    return "\n".join(lines) + "\n"
+
+
+class _CheckProgress:
+    """Adapts the checker's progress callback to the shared progress bar."""
+
+    def __init__(self) -> None:
+        self.bar: ProgressBar | None = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if self.bar is None:
+            self.bar = ProgressBar(total, "spec x dtype")
+        self.bar.advance(label, steps=done - self.bar.done)
+        if done == total:
+            self.bar.close()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) > 1:
+        raise _usage_error(f"unexpected arguments {argv[1:]}; use --specs=... to name specs")
+    if LIST.value:
+        sys.stdout.write(_listing())
+        return 0
+    from compat.loading import SpecLoadError, load_specs
+    from compat.matrix import check
+    from compat.reports import render
+
+    try:
+        from compat.catalogue import CATALOGUE
+
+        specs = load_specs(SPECS.value) if SPECS.value else [factory() for factory in CATALOGUE.values()]
+    except SpecLoadError as exc:
+        raise _usage_error(str(exc)) from None
+    try:
+        report = check(specs, scenarios=SCENARIOS.value, dtypes=DTYPES.value, variants=VARIANTS.value,
+                       reference=REFERENCE.value, progress=_CheckProgress() if wants_progress(PROGRESS.value) else None)
+    except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
+        raise _usage_error(str(exc)) from None
+    text = render(report, FORMAT.value)
+    if OUTPUT.value:
+        write_atomically(OUTPUT.value, text)
+        logging.info("wrote %s report to %s", FORMAT.value, OUTPUT.value)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if report.exit_code:
+        logging.warning("%d unexpected difference(s) in native variants", len(report.unexpected))
+    return report.exit_code
+
+
+def run() -> None:
+    """Console-script entry point (`compat-check`)."""
+    run_app(main, __name__, "compat-check")
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,114 @@
+"""Load GradientSpecs named on the command line: catalogue names, `file.py:NAME` or `package.module:NAME`."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from compat.catalogue import CATALOGUE
+from compat.spec import GradientSpec
+
+
+class SpecLoadError(ValueError):
+    """A spec reference could not be loaded; the message names it and says what to do."""
+
+
+def load_specs(references: Iterable[str]) -> list[GradientSpec]:
+    """Resolve each reference, in order; duplicates (by spec name) are rejected."""
+    specs: list[GradientSpec] = []
+    for reference in references:
+        specs += load_spec(reference)
+    names = [spec.name for spec in specs]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise SpecLoadError(f"several specs are named {duplicates}; spec names must be unique in one run")
+    return specs
+
+
+def load_spec(reference: str) -> list[GradientSpec]:
+    """One reference: a catalogue name, `path/to/file.py[:NAME]` or `package.module:NAME`.
+
+    NAME may be a GradientSpec, a list or tuple of them, or a function of no arguments returning either.
+    Without `:NAME`, a file contributes every module-level GradientSpec it defines.
+    """
+    reference = reference.strip()
+    if reference in CATALOGUE:
+        return [CATALOGUE[reference]()]
+    location, _, name = reference.rpartition(":") if ":" in reference else (reference, "", "")
+    if location.endswith(".py") or "/" in location:
+        module = _import_file(reference, Path(location))
+    elif location and all(part.isidentifier() for part in location.split(".")) and name:
+        module = _import_module(reference, location)
+    else:
+        raise SpecLoadError(
+            f"--specs {reference!r}: not a catalogue spec, a file `path/to/file.py:NAME` or a module "
+            f"`package.module:NAME`; catalogue specs: {', '.join(CATALOGUE)}"
+        )
+    if not name:
+        found = [value for value in vars(module).values() if isinstance(value, GradientSpec)]
+        if not found:
+            raise SpecLoadError(f"--specs {reference!r}: the file defines no module-level GradientSpec; "
+                                f"define one, or name a factory with {location}:NAME")
+        return found
+    if not hasattr(module, name):
+        available = sorted(key for key, value in vars(module).items() if _looks_like_specs(value))
+        raise SpecLoadError(f"--specs {reference!r}: {location} has no attribute {name!r}"
+                            + (f"; GradientSpecs there: {available}" if available else ""))
+    return _as_specs(reference, getattr(module, name))
+
+
+def _import_file(reference: str, path: Path) -> Any:
+    if not path.is_file():
+        raise SpecLoadError(f"--specs {reference!r}: file {str(path)!r} does not exist")
+    module_name = f"_gradcompat_user_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise SpecLoadError(f"--specs {reference!r}: {str(path)!r} cannot be imported as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # noqa: BLE001 - any failure in user code is reported, not raised.
+        del sys.modules[module_name]
+        raise SpecLoadError(f"--specs {reference!r}: importing {str(path)!r} failed: {_where(exc, path)}") from exc
+    return module
+
+
+def _import_module(reference: str, module_name: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except BaseException as exc:  # noqa: BLE001
+        raise SpecLoadError(f"--specs {reference!r}: importing module {module_name!r} failed: "
+                            f"{type(exc).__name__}: {exc}") from exc
+
+
+def _where(exc: BaseException, path: Path) -> str:
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if Path(frame.filename) == path]
+    line = f" (line {frames[-1].lineno})" if frames else ""
+    if isinstance(exc, SyntaxError):
+        line = f" (line {exc.lineno})"
+    return f"{type(exc).__name__}: {exc}{line}"
+
+
+def _looks_like_specs(value: Any) -> bool:
+    return isinstance(value, GradientSpec) or (
+        isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, GradientSpec) for v in value))
+
+
+def _as_specs(reference: str, value: Any) -> list[GradientSpec]:
+    if callable(value) and not isinstance(value, GradientSpec):
+        try:
+            value = value()
+        except Exception as exc:  # noqa: BLE001
+            raise SpecLoadError(f"--specs {reference!r}: calling it raised {type(exc).__name__}: {exc}") from exc
+    if isinstance(value, GradientSpec):
+        return [value]
+    if _looks_like_specs(value):
+        return list(value)
+    raise SpecLoadError(f"--specs {reference!r}: is a {type(value).__name__}, not a compat.GradientSpec, a list "
+                        f"of them, or a function returning either")

@@ -1,0 +1,189 @@
+"""JSON: the whole check report as one document, validated by `check_report.schema.json`."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from compat._version import __version__
+
+if TYPE_CHECKING:
+    from compat.checker import Difference
+    from compat.matrix import Cell, CheckReport
+    from compat.results import Upstream, VariantResult
+
+SCHEMA_PATH = Path(__file__).with_name("check_report.schema.json")
+SCHEMA_VERSION = 1
+CELL_STATUSES = ("same", "differs", "not_called", "unsupported", "error")
+
+NONFINITE: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""How a non-finite float is written: JSON has no NaN or infinity, so they become these strings."""
+
+
+def as_dict(report: CheckReport) -> dict[str, Any]:
+    """The report as plain JSON values; the contract is `check_report.schema.json` (schema_version 1).
+
+    Top level, in this order:
+      tool, version: "compat-check" and the gradcompat version; schema_version: 1.
+      tensorflow: the TensorFlow version that ran the check.
+      reference: the variant every cell is compared with (a cell's own `reference` can be a fallback).
+      tolerances: dtype -> {rtol, atol}, numpy.isclose bounds used to compare values.
+      specs, scenarios, dtypes, variants: the axes, in run order; native_variants: the subset used as documented.
+      exit_code: 0 when no native variant disagrees unexpectedly, 1 otherwise; verdict: the one-line verdict.
+      summary: {cells, unexpected, skipped, by_status, native: {cells, by_status}, cross: {cells, by_status}},
+        every by_status holding all five statuses (zero included).
+      skipped: [{spec, scenario, reason}] scenarios that do not apply to a spec.
+      cells: one object per cell, in run order (spec, dtype, scenario, variant):
+        spec, scenario, dtype, variant, mechanism, context, native, reference,
+        status: same | differs | not_called | unsupported | error; unexpected: a native, breaking difference;
+        differences: [{kind, detail, where, breaking, max_abs?, max_rel?, index?}] (optional keys only if known);
+        calls, traces: how often the gradient function ran and was built; message: why it did not run ("" if ok);
+        upstream: null if the gradient function never ran, else one object per forward output for its first
+          call: {kind: none|dense|indexed_slices, dtype, static_shape (list with null for unknown dimensions,
+          or null for unknown rank), value, indices, dense_shape};
+        input_grads: null when TensorFlow produced none, else one entry per input (nested lists, or null).
+    Arrays are nested lists of JSON numbers (every float dtype, bfloat16 and float16 included, as float64).
+    NaN and infinities, which JSON cannot hold, are the strings "NaN", "Infinity" and "-Infinity"; null
+    always means absent, never a value.
+    """
+    return {
+        "tool": "compat-check",
+        "version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "tensorflow": report.tensorflow,
+        "reference": report.reference,
+        "tolerances": {dtype: {"rtol": number(t["rtol"]), "atol": number(t["atol"])}
+                       for dtype, t in report.tolerances.items()},
+        "specs": list(report.specs),
+        "scenarios": list(report.scenarios),
+        "dtypes": list(report.dtypes),
+        "variants": list(report.variants),
+        "native_variants": native_variants(report),
+        "exit_code": report.exit_code,
+        "verdict": verdict(report),
+        "summary": summary(report),
+        "skipped": [{"spec": s.spec, "scenario": s.scenario, "reason": s.reason} for s in report.skipped],
+        "cells": [cell_dict(cell) for cell in report.cells],
+    }
+
+
+def render(report: CheckReport) -> str:
+    return json.dumps(as_dict(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def verdict(report: CheckReport) -> str:
+    """The one-line verdict shared by every format."""
+    unexpected = report.unexpected
+    if not unexpected:
+        return f"OK: every native variant agrees with {report.reference}"
+    noun = "difference" if len(unexpected) == 1 else "differences"
+    return f"FAIL: {len(unexpected)} unexpected {noun} in native variants (cells that disagree with the reference)"
+
+
+def status_counts(cells: Any) -> dict[str, int]:
+    """Cells per status, every status present (zero included), in a fixed order."""
+    counts = Counter(cell.status for cell in cells)
+    return {status: counts.get(status, 0) for status in CELL_STATUSES}
+
+
+def summary(report: CheckReport) -> dict[str, Any]:
+    native = [cell for cell in report.cells if cell.native]
+    cross = [cell for cell in report.cells if not cell.native]
+    return {
+        "cells": len(report.cells),
+        "unexpected": len(report.unexpected),
+        "skipped": len(report.skipped),
+        "by_status": status_counts(report.cells),
+        "native": {"cells": len(native), "by_status": status_counts(native)},
+        "cross": {"cells": len(cross), "by_status": status_counts(cross)},
+    }
+
+
+def cell_dict(cell: Cell) -> dict[str, Any]:
+    result = cell.result
+    return {
+        "spec": cell.spec,
+        "scenario": cell.scenario,
+        "dtype": cell.dtype,
+        "variant": cell.variant,
+        "mechanism": cell.mechanism,
+        "context": cell.context,
+        "native": cell.native,
+        "reference": cell.reference,
+        "status": cell.status,
+        "unexpected": cell.unexpected,
+        "differences": [difference_dict(d) for d in cell.differences],
+        "calls": result.calls,
+        "traces": result.traces,
+        "message": result.message,
+        "upstream": None if result.upstream is None else [upstream_dict(u) for u in result.upstream],
+        "input_grads": _input_grads(result),
+    }
+
+
+def difference_dict(difference: Difference) -> dict[str, Any]:
+    data: dict[str, Any] = {**difference.as_dict(), "where": difference.where, "breaking": difference.breaking}
+    if difference.max_abs is not None:
+        data["max_abs"] = number(difference.max_abs)
+    if difference.max_rel is not None:
+        data["max_rel"] = number(difference.max_rel)
+    if difference.index is not None:
+        data["index"] = [int(i) for i in difference.index]
+    return data
+
+
+def upstream_dict(upstream: Upstream) -> dict[str, Any]:
+    return {
+        "kind": upstream.kind,
+        "dtype": upstream.dtype,
+        "static_shape": None if upstream.static_shape is None else list(upstream.static_shape),
+        "value": array(upstream.value),
+        "indices": array(upstream.indices),
+        "dense_shape": None if upstream.dense_shape is None else [int(d) for d in upstream.dense_shape],
+    }
+
+
+def array(value: np.ndarray | None) -> Any:
+    """A numpy array as nested lists of JSON numbers (non-finite floats as strings), or None."""
+    if value is None:
+        return None
+    value = np.asarray(value)
+    if value.dtype.kind in "biu":
+        return value.tolist()
+    if value.dtype.kind == "c":
+        return _nested(np.asarray(value, str))
+    return _nested(value.astype(np.float64))
+
+
+def number(value: float) -> float | str:
+    """A float as JSON: itself if finite, else "NaN", "Infinity" or "-Infinity"."""
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+def _nested(value: np.ndarray) -> Any:
+    if value.ndim == 0:
+        item = value.item()
+        return number(item) if isinstance(item, float) else item
+    return [_nested(row) for row in value]
+
+
+def _input_grads(result: VariantResult) -> list[Any] | None:
+    if not result.input_grads:
+        return None
+    return [array(grad) for grad in result.input_grads]
+
+
+def native_variants(report: CheckReport) -> list[str]:
+    """The report's variants that are native (their mechanism used as documented), in column order."""
+    natives = {cell.variant for cell in report.cells if cell.native}
+    return [variant for variant in report.variants if variant in natives]

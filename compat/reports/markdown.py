@@ -1,0 +1,86 @@
+"""GitHub-flavoured markdown: summary, a scenario × variant table per spec and dtype, pitfalls, skipped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from compat.reports.json_report import status_counts, verdict
+from compat.reports.table import WORDS, pitfalls, representation_notes
+
+if TYPE_CHECKING:
+    from compat.matrix import Cell, CheckReport
+
+
+def render(report: CheckReport) -> str:
+    counts = ", ".join(f"{WORDS[s]} {n}" for s, n in status_counts(report.cells).items())
+    native = sum(cell.native for cell in report.cells)
+    tolerances = ", ".join(f"{d} rtol={t['rtol']:g} atol={t['atol']:g}"
+                           for d, t in report.tolerances.items() if d in report.dtypes)
+    lines = [
+        "# compat-check report", "",
+        f"**{verdict(report)}**", "",
+        f"- TensorFlow: `{report.tensorflow}`",
+        f"- Reference: `{report.reference}`",
+        f"- Tolerances: {tolerances}",
+        f"- Cells: {len(report.cells)} ({native} native, {len(report.cells) - native} cross): {counts}; "
+        f"unexpected {len(report.unexpected)}",
+        "", "Columns in **bold** are native (the mechanism used as documented); the others are *cross*: "
+        "a legacy mechanism in a TF2 context.",
+    ]
+    for spec in report.specs:
+        for dtype in report.dtypes:
+            if any(c.spec == spec and c.dtype == dtype for c in report.cells):
+                lines += ["", f"## `{spec}` · {dtype}", "", matrix_table(report, spec, dtype)]
+    lines += ["", "## Unexpected differences in native variants", ""]
+    lines += [line for cell in report.unexpected for line in _unexpected(cell)] or ["None."]
+    lines += ["", "## Migration pitfalls", ""]
+    lines += [f"- **{_inline(p.sentence())}** ({_inline(p.scope())})" for p in pitfalls(report)] or ["None."]
+    notes = representation_notes(report)
+    if notes:
+        lines += ["", "## Representation differences in native variants (not failing)", ""]
+        lines += [f"- {_inline(note)}" for note in notes]
+    lines += ["", "## Skipped scenarios", ""]
+    lines += [f"- `{s.spec}` / `{s.scenario}`: {_inline(s.reason)}" for s in report.skipped] or ["None."]
+    return "\n".join(lines) + "\n"
+
+
+def matrix_table(report: CheckReport, spec: str, dtype: str, variants: Sequence[str] | None = None) -> str:
+    """A markdown table for one spec and dtype: one row per scenario, one column per variant (all by default).
+
+    Cells are short words (`same`, `differs`, `not called`, `unsupported`, `error`); unexpected ones are
+    bold and flagged. Reusable in documents, e.g. the migration guide, with a chosen subset of `variants`.
+    """
+    columns = list(report.variants if variants is None else variants)
+    cells = {(c.scenario, c.variant): c for c in report.cells if c.spec == spec and c.dtype == dtype}
+    natives = {c.variant for c in cells.values() if c.native}
+    header = ["scenario", *(_column(v, v in natives) for v in columns)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + [":---:"] * len(columns)) + "|"]
+    for scenario in report.scenarios:
+        row = [cells.get((scenario, v)) for v in columns]
+        if any(row):
+            lines.append("| " + " | ".join([f"`{scenario}`", *(_word(c) for c in row)]) + " |")
+    return "\n".join(lines)
+
+
+def _column(variant: str, native: bool) -> str:
+    mechanism, _, context = variant.partition("@")
+    text = f"{mechanism}<br>@{context}"
+    return f"**{text}**" if native else text
+
+
+def _word(cell: Cell | None) -> str:
+    if cell is None:
+        return ""
+    word = WORDS[cell.status]
+    return f"**{word} (unexpected)**" if cell.unexpected else word
+
+
+def _unexpected(cell: Cell) -> list[str]:
+    head = f"- `{cell.spec}` · {cell.dtype} · `{cell.scenario}` · `{cell.variant}` (vs `{cell.reference}`)"
+    return [head, *(f"  - {d.kind}: {_inline(d.where + ': ' + d.detail)}" for d in cell.differences)]
+
+
+def _inline(text: str) -> str:
+    """Text safe in a markdown line or table cell: pipes escaped, angle brackets as entities."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")

@@ -1,0 +1,85 @@
+"""The checker classifies every kind of difference between a variant and the reference."""
+
+import numpy as np
+import pytest
+
+from compat.checker import Difference, cell_status, compare
+from compat.results import Upstream, VariantResult
+
+
+def result(status="ok", upstream=None, grads=None, calls=1, message=""):
+    grads = (np.ones(3, np.float32),) if grads is None else grads
+    upstreams = () if upstream is None else ((upstream,),) * calls
+    return VariantResult(spec="s", variant="custom_gradient@eager_tape", mechanism="custom_gradient",
+                         context="eager_tape", status=status, input_grads=grads, upstreams=upstreams,
+                         calls=calls if upstream is not None else 0, message=message)
+
+
+def dense(values, dtype=np.float32, shape=None):
+    values = np.asarray(values, dtype)
+    return Upstream("dense", np.dtype(dtype).name, shape if shape is not None else values.shape, value=values)
+
+
+def kinds(differences):
+    return [(d.kind, d.where) for d in differences]
+
+
+def test_identical_results_have_no_difference():
+    a = result(upstream=dense([1.0, 2.0, 3.0]))
+    assert compare(a, result(upstream=dense([1.0, 2.0, 3.0]))) == ()
+    assert cell_status(a, ()) == "same"
+
+
+def test_none_vs_zeros_and_sparse_vs_dense_are_representation_differences():
+    none = result(upstream=Upstream("none"))
+    zeros = result(upstream=dense([0.0, 0.0, 0.0]))
+    (difference,) = compare(none, zeros)
+    assert (difference.kind, difference.where) == ("none_vs_zeros", "upstream[0]")
+    assert not difference.breaking
+    sparse = Upstream("indexed_slices", "float32", (2,), value=np.array([1.0, 2.0], np.float32),
+                      indices=np.array([0, 2]), dense_shape=(3,))
+    differences = compare(result(upstream=sparse), result(upstream=dense([1.0, 0.0, 2.0])))
+    assert kinds(differences) == [("sparse_vs_dense", "upstream[0]")]
+
+
+def test_values_difference_reports_errors_and_first_index():
+    mine = result(upstream=dense([1.0, 2.0, 3.5]))
+    (difference,) = compare(mine, result(upstream=dense([1.0, 2.0, 3.0])))
+    assert difference.kind == "values" and difference.breaking
+    assert difference.index == (2,)
+    assert difference.max_abs == pytest.approx(0.5) and difference.max_rel == pytest.approx(0.5 / 3)
+    assert "first at index [2]" in difference.detail
+
+
+def test_tolerance_depends_on_dtype():
+    close16 = compare(result(upstream=dense([1.0005], np.float16), grads=()),
+                      result(upstream=dense([1.0], np.float16), grads=()))
+    assert close16 == ()
+    far32 = compare(result(upstream=dense([1.0005]), grads=()), result(upstream=dense([1.0]), grads=()))
+    assert kinds(far32) == [("values", "upstream[0]")]
+
+
+def test_dtype_shape_status_and_calls_differences():
+    assert kinds(compare(result(upstream=dense([1.0], np.float64), grads=()),
+                         result(upstream=dense([1.0]), grads=()))) == [("dtype", "upstream[0]")]
+    assert kinds(compare(result(upstream=dense([1.0], shape=(1,)), grads=()),
+                         result(upstream=dense([1.0], shape=(2,)), grads=()))) == [("shape", "upstream[0]")]
+    unknown = Upstream("dense", "float32", None, value=np.ones(1, np.float32))
+    assert compare(result(upstream=unknown, grads=()), result(upstream=dense([1.0]), grads=())) == ()
+    not_called = result(status="not_called", upstream=None, grads=(np.zeros(3, np.float32),), message="bypassed")
+    differences = compare(not_called, result(upstream=dense([1.0])))
+    assert kinds(differences) == [("not_called", "status"), ("values", "input_grad[0]")]
+    assert cell_status(not_called, differences) == "not_called"
+    twice = result(upstream=dense([1.0]), calls=2)
+    assert ("calls", "calls") in kinds(compare(twice, result(upstream=dense([1.0]))))
+
+
+def test_input_grad_none_vs_values():
+    differences = compare(result(grads=(None,)), result(grads=(np.array([1.0], np.float32),)))
+    assert kinds(differences) == [("values", "input_grad[0]")]
+    differences = compare(result(grads=(None,)), result(grads=(np.zeros(1, np.float32),)))
+    assert kinds(differences) == [("none_vs_zeros", "input_grad[0]")]
+
+
+def test_difference_as_dict():
+    assert Difference("values", "upstream[0]", "x").as_dict() == {"kind": "values", "detail": "upstream[0]: x"}

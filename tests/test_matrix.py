@@ -1,0 +1,94 @@
+"""The check matrix on real TensorFlow: verdicts, reference fallback, broken specs, exit codes."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat
+from compat.catalogue import CATALOGUE
+from compat.matrix import DEFAULT_REFERENCE, check
+
+
+@pytest.fixture(scope="module")
+def seed_report():
+    return check([CATALOGUE["scaled_ste"](), CATALOGUE["multi_output_int"]()],
+                 scenarios=["sum", "weighted", "gather", "unused_output", "second_order"])
+
+
+def test_every_cell_is_a_run_and_native_variants_agree(seed_report):
+    assert seed_report.exit_code == 0, [(c.spec, c.scenario, c.variant, c.differences) for c in seed_report.unexpected]
+    assert seed_report.reference == DEFAULT_REFERENCE
+    assert seed_report.tensorflow == tf.__version__
+    expected_cells = (5 + 4) * len(compat.VARIANTS)  # unused_output is skipped for the one-output spec
+    assert len(seed_report.cells) == expected_cells
+    assert [(s.spec, s.scenario) for s in seed_report.skipped] == [("scaled_ste", "unused_output")]
+    for cell in seed_report.cells:
+        assert cell.result.variant == cell.variant and cell.result.downstream == cell.scenario
+
+
+def test_cross_variants_show_the_tape_pitfall_without_failing(seed_report):
+    cell = next(c for c in seed_report.cells
+                if (c.spec, c.scenario, c.variant) == ("scaled_ste", "weighted", "override_map@eager_tape"))
+    assert not cell.native and cell.status == "not_called" and not cell.unexpected
+    assert {d.kind for d in cell.differences} == {"not_called", "values"}
+
+
+def test_gather_upstream_is_sparse_in_graphs_and_compared_densified(seed_report):
+    by_variant = {c.variant: c for c in seed_report.cells if (c.spec, c.scenario) == ("scaled_ste", "gather")}
+    assert by_variant["custom_gradient@v1_session"].result.upstream[0].kind == "indexed_slices"
+    assert by_variant[DEFAULT_REFERENCE].result.upstream[0].kind == "dense"
+    kinds = {d.kind for d in by_variant["custom_gradient@v1_session"].differences}
+    assert kinds == {"sparse_vs_dense"}
+    assert not by_variant["custom_gradient@v1_session"].unexpected
+
+
+def test_unused_outputs_none_vs_zeros(seed_report):
+    cells = {c.variant: c for c in seed_report.cells if (c.spec, c.scenario) == ("multi_output_int", "unused_output")}
+    reference_upstreams = cells[DEFAULT_REFERENCE].result.upstream
+    # A Defun grad_func gets zeros for the unused int output; tf.gradients hands a Python gradient None.
+    assert reference_upstreams[1].kind == "dense" and not np.any(reference_upstreams[1].value)
+    session = cells["custom_gradient@v1_session"]
+    assert session.result.upstream[1].kind == "none"
+    assert ("none_vs_zeros", "upstream[1]") in {(d.kind, d.where) for d in session.differences}
+    assert not session.unexpected
+
+
+def test_second_order_falls_back_when_the_reference_cannot_run(seed_report):
+    cells = {c.variant: c for c in seed_report.cells if (c.spec, c.scenario) == ("scaled_ste", "second_order")}
+    assert cells[DEFAULT_REFERENCE].status == "unsupported"
+    assert "SymbolicGradient" in cells[DEFAULT_REFERENCE].result.message
+    assert cells["custom_gradient@eager_tape"].reference != DEFAULT_REFERENCE
+    assert cells["custom_gradient@eager_tape"].status == "same"
+
+
+def test_a_gradient_that_branches_on_static_shape_is_an_unexpected_difference():
+    """Defun bodies see unknown shapes; code that branches on them learns something else after migration."""
+    spec = compat.GradientSpec(
+        "static_shape_branch", tf.identity,
+        lambda i, o, u: [u[0] * (2.0 if u[0].shape.rank is None else 1.0)],
+        [np.ones((2, 2), np.float32)], op_type="Identity")
+    report = check([spec], scenarios=["sum"], variants=["custom_gradient@eager_tape", "override_map@v1_session"])
+    assert report.exit_code == 1
+    assert {c.variant for c in report.unexpected} == {"custom_gradient@eager_tape", "override_map@v1_session"}
+    (difference,) = [d for d in report.unexpected[0].differences if d.where == "input_grad[0]"]
+    assert difference.kind == "values" and difference.max_abs == pytest.approx(1.0)
+
+
+def test_a_forward_that_raises_gives_error_cells_naming_the_spec():
+    spec = compat.GradientSpec("broken_forward", lambda x: x.undefined_attribute, lambda i, o, u: [u[0]],
+                               [np.ones(2, np.float32)])
+    report = check([spec], variants=["custom_gradient@*"])
+    assert report.exit_code == 1
+    assert {c.status for c in report.cells} == {"error"}
+    assert all("spec `broken_forward`" in c.result.message and "forward raised AttributeError" in c.result.message
+               for c in report.cells)
+
+
+def test_bad_names_raise_value_errors_listing_valid_ones():
+    spec = CATALOGUE["sign_ste"]()
+    with pytest.raises(ValueError, match="unknown dtype 'int8'"):
+        check([spec], dtypes=["int8"])
+    with pytest.raises(ValueError, match="unknown variant"):
+        check([spec], reference="nope@v1_session")
+    with pytest.raises(ValueError, match="unknown scenario"):
+        check([spec], scenarios=["sideways"])
