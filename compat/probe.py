@@ -30,32 +30,40 @@ def _to_numpy(value: Any) -> np.ndarray:
 
 
 class _Site:
-    """The static side of one gradient-function entry: what was handed over, seen while building."""
+    """The static side of one gradient-function entry: what was handed over, seen while building.
 
-    def __init__(self, upstreams: Sequence[Any]):
+    It keeps no tensors (only `flatten` returns them), so a record never keeps a graph alive.
+    """
+
+    def __init__(self) -> None:
         self.kinds: list[str] = []
         self.dtypes: list[str | None] = []
         self.shapes: list[tuple[int | None, ...] | None] = []
-        self.tensors: list[tf.Tensor] = []  # flat: values (+ indices, dense_shape) per non-None upstream
+
+    @classmethod
+    def flatten(cls, upstreams: Sequence[Any]) -> tuple[_Site, list[tf.Tensor]]:
+        """The site, and the tensors to record: values (+ indices, dense_shape) per non-None upstream."""
+        site = cls()
+        tensors: list[tf.Tensor] = []
         for upstream in upstreams:
             if upstream is None:
-                self.kinds.append("none")
-                self.dtypes.append(None)
-                self.shapes.append(None)
+                site._add("none", None, None)
             elif isinstance(upstream, tf.IndexedSlices):
-                self.kinds.append("indexed_slices")
-                self.dtypes.append(upstream.dtype.name)
-                self.shapes.append(_static_shape(upstream.values.shape))
+                site._add("indexed_slices", upstream.dtype.name, _static_shape(upstream.values.shape))
                 dense_shape = upstream.dense_shape
                 if dense_shape is None:
                     dense_shape = tf.shape(upstream.values, out_type=upstream.indices.dtype)
-                self.tensors += [upstream.values, upstream.indices, dense_shape]
+                tensors += [upstream.values, upstream.indices, dense_shape]
             else:
                 tensor = tf.convert_to_tensor(upstream)
-                self.kinds.append("dense")
-                self.dtypes.append(tensor.dtype.name)
-                self.shapes.append(_static_shape(tensor.shape))
-                self.tensors.append(tensor)
+                site._add("dense", tensor.dtype.name, _static_shape(tensor.shape))
+                tensors.append(tensor)
+        return site, tensors
+
+    def _add(self, kind: str, dtype: str | None, shape: tuple[int | None, ...] | None) -> None:
+        self.kinds.append(kind)
+        self.dtypes.append(dtype)
+        self.shapes.append(shape)
 
     def records(self, values: Sequence[np.ndarray]) -> tuple[Upstream, ...]:
         flat = iter(values)
@@ -126,8 +134,8 @@ class Probe:
                       upstreams: Sequence[Any]) -> list[Any]:
         """Record the upstreams, call the user's gradient, check its answer, and return it."""
         self.traces += 1
-        site = _Site(upstreams)
-        recorded = self._record(site)
+        site, tensors = _Site.flatten(upstreams)
+        recorded = self._record(site, tensors)
         try:
             grads = self.spec.gradient(tuple(inputs), tuple(outputs), tuple(upstreams))
         except Exception as exc:  # noqa: BLE001
@@ -136,14 +144,14 @@ class Probe:
         with tf.control_dependencies([recorded]):
             return [_after(grad) for grad in grads]
 
-    def _record(self, site: _Site) -> tf.Tensor:
+    def _record(self, site: _Site, tensors: list[tf.Tensor]) -> tf.Tensor:
         def record(*values: np.ndarray) -> np.int64:
             with self._lock:
                 self.calls.append(site.records([_to_numpy(v) for v in values]))
                 return np.int64(len(self.calls))
 
         self._recorders.append(record)
-        return tf.numpy_function(record, site.tensors, tf.int64, stateful=True, name="gradcompat_probe")
+        return tf.numpy_function(record, tensors, tf.int64, stateful=True, name="gradcompat_probe")
 
     def _check(self, inputs: Sequence[Any], grads: Any) -> list[Any]:
         if grads is None or isinstance(grads, (tf.Tensor, tf.IndexedSlices, np.ndarray)):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from tensorflow.python.framework import ops
 
 from compat.contexts import CONTEXTS, Case, Outcome
 from compat.downstream import Downstream, as_downstream
@@ -47,10 +49,30 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
         cases = [Case(build=_builder(variant, probe), inputs=spec.example_inputs, downstream=downstream,
                       before_run=probe.reset_calls, variables=spec.variables)
                  for variant, downstream, probe in planned]
-        outcomes = CONTEXTS[context_name].run(cases)
+        with _scoped_gradient_registrations():
+            outcomes = CONTEXTS[context_name].run(cases)
         for (variant, downstream, probe), outcome in zip(planned, outcomes, strict=True):
             results[variant, downstream.name] = to_result(probe, downstream, outcome)
     return [results[variant, downstream.name] for variant in chosen for downstream in downstreams]
+
+
+@contextlib.contextmanager
+def _scoped_gradient_registrations() -> Iterator[None]:
+    """Forget the gradient functions registered while a context ran, once its graphs are done with.
+
+    TensorFlow's gradient registry is global and never forgets: every graph-mode `tf.custom_gradient` call
+    registers a `CustomGradient-<uid>` closure over its tensors, which keeps the whole graph alive (40-60 MiB
+    per catalogue spec). The names are unique and the graphs are discarded after the run, so the entries
+    can never be looked up again.
+    """
+    registry = getattr(getattr(ops, "_gradient_registry", None), "_registry", None)
+    before = set(registry) if isinstance(registry, dict) else None
+    try:
+        yield
+    finally:
+        if before is not None:
+            for name in set(registry) - before:
+                del registry[name]
 
 
 def _builder(variant: str, probe: Probe) -> Callable[[], Any]:

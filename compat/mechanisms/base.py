@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import itertools
 import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,25 @@ def unique_name(prefix: str) -> str:
     """
     cleaned = re.sub(r"[^A-Za-z0-9_]", "_", prefix)
     return f"{cleaned}_{next(_unique)}"
+
+
+def registered_probe(probe: Probe) -> Callable[[], Probe]:
+    """A weak reference to `probe` for TensorFlow's global registries, which never forget a function.
+
+    The built op holds the probe strongly, so it lives exactly as long as something can still ask for the
+    gradient; afterwards the registry entry is inert instead of keeping every graph it saw alive.
+    """
+    reference = weakref.ref(probe)
+
+    def get() -> Probe:
+        found = reference()
+        if found is None:
+            raise RuntimeError(f"the gradcompat op for spec `{probe_name}` was garbage-collected; keep the op "
+                               f"returned by Mechanism.build alive while you take its gradient")
+        return found
+
+    probe_name = probe.spec.name
+    return get
 
 
 def dtypes_of(values: Any) -> list[tf.DType]:

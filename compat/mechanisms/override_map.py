@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from compat.mechanisms.base import BuiltOp, Mechanism, read_variables, unique_name
+from compat.mechanisms.base import BuiltOp, Mechanism, read_variables, registered_probe, unique_name
 from compat.probe import Probe
 
 
@@ -35,11 +35,13 @@ class OverrideMap(Mechanism):
     def build(self, probe: Probe) -> BuiltOp:
         op_type = probe.spec.op_type
         gradient_name = unique_name(f"gradcompat_{probe.spec.name}")
+        # TensorFlow's gradient registry is global and permanent: it gets a weak reference to the probe.
+        probe_ref = registered_probe(probe)
 
         if op_type is not None:
             @tf.RegisterGradient(gradient_name)
             def _override(op, *upstreams):
-                return probe.call_gradient(tuple(op.inputs), tuple(op.outputs), upstreams)
+                return probe_ref().call_gradient(tuple(op.inputs), tuple(op.outputs), upstreams)
 
             def op(*args):
                 inputs = read_variables(probe, args)
@@ -59,11 +61,11 @@ class OverrideMap(Mechanism):
         def _override_wrapped(op, *upstreams):
             num_outputs = len(op.inputs) - num_inputs
             outputs, inputs = tuple(op.inputs[:num_outputs]), tuple(op.inputs[num_outputs:])
-            grads = probe.call_gradient(inputs, outputs, upstreams[:num_outputs])
+            grads = probe_ref().call_gradient(inputs, outputs, upstreams[:num_outputs])
             return [None] * num_outputs + grads
 
         def op(*args):
-            inputs = read_variables(probe, args)
+            inputs = read_variables(probe, args)  # this closure keeps the probe alive while the op is used
             outputs = probe.forward(*inputs)
             graph = tf.compat.v1.get_default_graph()
             with graph.gradient_override_map({"IdentityN": gradient_name}):
