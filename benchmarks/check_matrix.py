@@ -1,0 +1,475 @@
+"""Benchmark: the check matrix (`compat.matrix.check`) against the same gradients in bare TensorFlow.
+
+Run: `python benchmarks/check_matrix.py [--repeats=3] [--dtypes=float32,float16] [--profile]`.
+
+(a) *harness*: `compat.matrix.check` on every spec in CATALOGUE (found at run time), all scenarios, all
+    variants, the default reference: probes, output signatures, validation, comparison, the report.
+(b) *baseline*: the same gradient computations written as a user would, with no harness: for each spec x dtype
+    x context, one tf.Graph + one Session.run (v1 contexts), one eager loop, or one traced tf.function called
+    once, holding every mechanism x applicable scenario (Defun + grad_func, Defun + python_grad_func,
+    RegisterGradient + gradient_override_map under a fresh name, tf.custom_gradient), the spec's `gradient`
+    called directly. What TensorFlow refuses to build (Defun in eager...) is caught and skipped, as the
+    harness reports it `unsupported`; a batch that fails at run time is retried case by case, as the harness does.
+
+The downstreams (`scenario.downstream(spec)`) and the output dtypes the Defun gradient needs are prepared once,
+before timing: a user writes them by hand. Both sides are warmed up once, their order alternates across repeats,
+and the target is harness / baseline <= 1.5 (best of repeats). Exit code 0 on PASS, 1 on MISS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import cProfile
+import dataclasses
+import gc
+import io
+import itertools
+import os
+import pstats
+import re
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from absl import app, flags  # noqa: E402
+from tensorflow.python.framework import function  # noqa: E402
+
+from compat.catalogue import CATALOGUE  # noqa: E402
+from compat.contexts import CONTEXTS  # noqa: E402
+from compat.downstream import Downstream  # noqa: E402
+from compat.dtypes import DTYPES, cast_spec  # noqa: E402
+from compat.matrix import CheckReport, check  # noqa: E402
+from compat.mechanisms import MECHANISMS  # noqa: E402
+from compat.scenarios import SCENARIOS  # noqa: E402
+from compat.signature import output_signature  # noqa: E402
+from compat.spec import GradientSpec  # noqa: E402
+
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed runs of each side; best and median are reported.",
+                                lower_bound=1)
+_DTYPES = flags.DEFINE_list("dtypes", ["float32"], f"The dtype axis, from {list(DTYPES)}.")
+_TARGET = flags.DEFINE_float("target", 1.5, "The harness / baseline ratio to stay under.")
+_PROFILE = flags.DEFINE_bool("profile", False, "After timing, run the harness once under cProfile and print "
+                             "where its time goes.")
+_VERIFY = flags.DEFINE_bool("verify", True, "Check (untimed) that the baseline computed the harness's gradients.")
+
+Op = Callable[..., tuple[Any, ...]]
+OpBuilder = Callable[[GradientSpec, Sequence[tf.DType]], Op]
+
+# --------------------------------------------------------------------------------------------- the baseline
+# Plain user code, one builder per mechanism (compare the docstrings of compat/mechanisms/*.py).
+
+_fresh = itertools.count()
+
+
+def _fresh_name(spec: GradientSpec) -> str:
+    """TensorFlow's gradient registry is global: every registration needs a name never used before."""
+    return f"bench_{re.sub(r'[^A-Za-z0-9_]', '_', spec.name)}_{next(_fresh)}"
+
+
+def _as_tuple(outputs: Any) -> tuple[Any, ...]:
+    return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
+
+
+def _dtypes(spec: GradientSpec) -> list[tf.DType]:
+    return [tf.as_dtype(value.dtype) for value in spec.sources]
+
+
+def _read(spec: GradientSpec, args: Sequence[Any]) -> tuple[Any, ...]:
+    """`op(*inputs, *variables)` arguments with each tf.Variable read, as legacy code passes them in."""
+    return (*args[: spec.num_inputs], *(tf.convert_to_tensor(v) for v in args[spec.num_inputs:]))
+
+
+def defun_grad_func(spec: GradientSpec, output_dtypes: Sequence[tf.DType]) -> Op:
+    num_inputs, name = len(spec.sources), _fresh_name(spec)
+
+    @function.Defun(*_dtypes(spec), *output_dtypes, func_name=f"{name}_grad")
+    def grad(*args):
+        inputs, upstreams = args[:num_inputs], args[num_inputs:]
+        grads = spec.gradient(inputs, _as_tuple(spec.forward(*inputs)), upstreams)
+        return [tf.zeros_like(x) if g is None else tf.convert_to_tensor(g) for x, g in zip(inputs, grads, strict=True)]
+
+    @function.Defun(*_dtypes(spec), grad_func=grad, func_name=name)
+    def forward(*inputs):
+        return spec.forward(*inputs)
+
+    return lambda *args: _as_tuple(forward(*_read(spec, args)))
+
+
+def defun_python_grad_func(spec: GradientSpec, output_dtypes: Sequence[tf.DType]) -> Op:
+    def grad(op, *upstreams):
+        return spec.gradient(tuple(op.inputs), tuple(op.outputs), upstreams)
+
+    @function.Defun(*_dtypes(spec), python_grad_func=grad, func_name=_fresh_name(spec))
+    def forward(*inputs):
+        return spec.forward(*inputs)
+
+    return lambda *args: _as_tuple(forward(*_read(spec, args)))
+
+
+def override_map(spec: GradientSpec, output_dtypes: Sequence[tf.DType]) -> Op:
+    name, op_type, num_inputs = _fresh_name(spec), spec.op_type, len(spec.sources)
+    if op_type is not None:
+        @tf.RegisterGradient(name)
+        def _grad(op, *upstreams):
+            return spec.gradient(tuple(op.inputs), tuple(op.outputs), upstreams)
+
+        def op(*args):
+            inputs = _read(spec, args)
+            with tf.compat.v1.get_default_graph().gradient_override_map({op_type: name}):
+                return _as_tuple(spec.forward(*inputs))
+
+        return op
+
+    @tf.RegisterGradient(name)
+    def _wrapped_grad(op, *upstreams):
+        num_outputs = len(op.inputs) - num_inputs
+        inputs, outputs = tuple(op.inputs[num_outputs:]), tuple(op.inputs[:num_outputs])
+        return [None] * num_outputs + list(spec.gradient(inputs, outputs, upstreams[:num_outputs]))
+
+    def wrapped(*args):
+        inputs = _read(spec, args)
+        outputs = _as_tuple(spec.forward(*inputs))
+        with tf.compat.v1.get_default_graph().gradient_override_map({"IdentityN": name}):
+            return tuple(tf.identity_n([*outputs, *inputs])[: len(outputs)])
+
+    return wrapped
+
+
+def custom_gradient(spec: GradientSpec, output_dtypes: Sequence[tf.DType]) -> Op:
+    num_inputs = spec.num_inputs
+
+    def op(*args):
+        inputs, variables = args[:num_inputs], args[num_inputs:]
+
+        @tf.custom_gradient
+        def custom_op(*inputs):
+            reads = tuple(tf.convert_to_tensor(v) for v in variables)
+            outputs = _as_tuple(spec.forward(*inputs, *reads))
+
+            def grad(*upstreams, **kwargs):  # the `variables=` path when the forward reads tf.Variables
+                grads = list(spec.gradient((*inputs, *reads), outputs, upstreams))
+                if not variables:
+                    return grads
+                by_ref = {v.ref(): g for v, g in zip(variables, grads[num_inputs:], strict=True)}
+                return grads[:num_inputs], [by_ref[v.ref()] for v in kwargs.get("variables") or ()]
+
+            return (outputs[0] if len(outputs) == 1 else outputs), grad
+
+        return _as_tuple(custom_op(*inputs))
+
+    return op
+
+
+BASELINE_MECHANISMS: dict[str, OpBuilder] = {
+    "defun_grad_func": defun_grad_func,
+    "defun_python_grad_func": defun_python_grad_func,
+    "override_map": override_map,
+    "custom_gradient": custom_gradient,
+}
+
+
+def _dense(grads: Sequence[Any]) -> list[Any]:
+    return [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+
+
+def _second_order_target(grads: Sequence[Any]) -> Any:
+    terms = [tf.reduce_sum(tf.cast(g, tf.float32)) for g in grads if g is not None]
+    return tf.add_n(terms) if terms else None
+
+
+def gradients_fn(gradients: Callable[..., list[Any]]) -> Callable[..., tuple[list[Any], list[Any]]]:
+    """Input gradients (and, for second order, the first-order ones) with tf.gradients or v1 gradients."""
+
+    def compute(op: Op, inputs: list[Any], downstream: Downstream) -> tuple[list[Any], list[Any]]:
+        target = downstream.loss(*op(*inputs))
+        grad_ys = downstream.output_gradients(target) if downstream.output_gradients else None
+        first = _dense(gradients(target, inputs, grad_ys=grad_ys))
+        if downstream.order == 1:
+            return first, []
+        total = _second_order_target(first)
+        second = [None] * len(inputs) if total is None else _dense(gradients(total, inputs))
+        return second, [g for g in first if g is not None]
+
+    return compute
+
+
+def tape_fn(op: Op, inputs: list[Any], downstream: Downstream) -> tuple[list[Any], list[Any]]:
+    """Input gradients with tf.GradientTape, nested for second order."""
+    second_order = downstream.order == 2
+    with (tf.GradientTape() if second_order else contextlib.nullcontext()) as outer:
+        if second_order:
+            outer.watch(inputs)
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            target = downstream.loss(*op(*inputs))
+            grad_ys = downstream.output_gradients(target) if downstream.output_gradients else None
+        first = _dense(tape.gradient(target, inputs, output_gradients=grad_ys))
+        if not second_order:
+            return first, []
+        total = _second_order_target(first)
+    second = [None] * len(inputs) if total is None else _dense(outer.gradient(total, inputs))
+    return second, [g for g in first if g is not None]
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineCase:
+    key: tuple[str, str, str, str]  # spec, scenario, dtype, variant: as the harness's cells
+    op: Callable[[], Op]
+    inputs: tuple[np.ndarray, ...]
+    variables: tuple[np.ndarray, ...]
+    downstream: Downstream
+
+
+Grads = dict[tuple[str, str, str, str], list[np.ndarray | None]]
+
+
+def _shape(value: np.ndarray, downstream: Downstream) -> list[int | None]:
+    return [None, *value.shape[1:]] if downstream.dynamic_batch and value.ndim else list(value.shape)
+
+
+def _unflatten(grads: Sequence[Any], values: Sequence[Any]) -> list[Any]:
+    it = iter(values)
+    return [None if g is None else next(it) for g in grads]
+
+
+def run_graph(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, list]], out: Grads) -> None:
+    """One tf.Graph holding every case, one Session.run fetching every gradient."""
+    graph, built = tf.Graph(), {}
+    with graph.as_default():
+        for case in cases:
+            try:
+                placeholders = [tf.compat.v1.placeholder(v.dtype, _shape(v, case.downstream)) for v in case.inputs]
+                variables = [tf.Variable(v) for v in case.variables]
+                grads, anchors = compute(case.op(), [*placeholders, *variables], case.downstream)
+            except Exception:  # noqa: BLE001 - TensorFlow refuses this combination: skip it, as the harness does.
+                continue
+            built[case.key] = (grads, [g for g in grads if g is not None], anchors,
+                               dict(zip(placeholders, case.inputs, strict=True)))
+        initialize = tf.compat.v1.global_variables_initializer()
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(initialize)
+        feed = {p: v for _, _, _, case_feed in built.values() for p, v in case_feed.items()}
+        try:
+            values = session.run({key: (fetch, anchors) for key, (_, fetch, anchors, _) in built.items()}, feed)
+        except Exception:  # noqa: BLE001 - as the harness: run each alone to keep the others.
+            values = {}
+            for key, (_, fetch, anchors, case_feed) in built.items():
+                with contextlib.suppress(Exception):
+                    values[key] = session.run((fetch, anchors), case_feed)
+    for key, value in values.items():
+        out[key] = _unflatten(built[key][0], value[0])
+
+
+def run_eager(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, list]], out: Grads) -> None:
+    for case in cases:
+        try:
+            sources = [*(tf.constant(v) for v in case.inputs), *(tf.Variable(v) for v in case.variables)]
+            grads, _ = compute(case.op(), sources, case.downstream)
+        except Exception:  # noqa: BLE001 - e.g. Defun called eagerly.
+            continue
+        out[case.key] = [None if g is None else g.numpy() for g in grads]
+
+
+def run_function(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, list]], out: Grads,
+                 retry: bool = True) -> None:
+    """Every case traced into one tf.function, called once."""
+
+    variables = [[tf.Variable(v) for v in case.variables] for case in cases]  # created once, outside
+    traced: list[int] = []
+
+    def body(*flat):
+        results, position = {}, 0
+        for index, case in enumerate(cases):
+            inputs = list(flat[position: position + len(case.inputs)])
+            position += len(case.inputs)
+            with contextlib.suppress(Exception):  # TensorFlow refuses to trace this combination.
+                results[str(index)] = compute(case.op(), [*inputs, *variables[index]], case.downstream)[0]
+                traced.append(index)
+        return results
+
+    signature = [tf.TensorSpec(_shape(v, case.downstream), tf.as_dtype(v.dtype)) for case in cases for v in case.inputs]
+    try:
+        concrete = tf.function(body, input_signature=signature, autograph=False).get_concrete_function()
+        values = concrete(*[v for case in cases for v in case.inputs])
+    except Exception:  # noqa: BLE001 - as the harness: trace and run each traced case alone.
+        if retry and len(traced) > 1:
+            for index in traced:
+                run_function([cases[index]], compute, out, retry=False)
+        return
+    for index, grads in values.items():
+        out[cases[int(index)].key] = [None if g is None else g.numpy() for g in grads]
+
+
+BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = {
+    "v1_session": lambda cases, out: run_graph(cases, gradients_fn(tf.compat.v1.gradients), out),
+    "v1_tape": lambda cases, out: run_graph(cases, tape_fn, out),
+    "eager_tape": lambda cases, out: run_eager(cases, tape_fn, out),
+    "function_tape": lambda cases, out: run_function(cases, tape_fn, out),
+    "function_gradients": lambda cases, out: run_function(cases, gradients_fn(tf.gradients), out),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What a user knows before writing the code: the spec in one dtype, its output dtypes, its downstreams."""
+
+    spec: GradientSpec
+    dtype: str
+    output_dtypes: tuple[tf.DType, ...]
+    downstreams: tuple[Downstream, ...]
+
+
+def plan(dtypes: Sequence[str]) -> list[Plan]:
+    plans = []
+    for factory in CATALOGUE.values():
+        for dtype in dtypes:
+            typed = cast_spec(factory(), dtype)
+            try:
+                applicable = [s for s in SCENARIOS.values() if s.skip_reason(typed) is None]
+            except Exception:  # noqa: BLE001 - a forward that fails: the harness skips it too.
+                continue
+            if applicable:
+                plans.append(Plan(typed, dtype, output_signature(typed).dtypes,
+                                  tuple(s.downstream(typed) for s in applicable)))
+    return plans
+
+
+def run_baseline(plans: Sequence[Plan]) -> Grads:
+    out: Grads = {}
+    for p in plans:
+        for context, run_context in BASELINE_CONTEXTS.items():
+            cases = [BaselineCase((p.spec.name, d.name, p.dtype, f"{mechanism}@{context}"),
+                                  lambda b=build, p=p: b(p.spec, p.output_dtypes), p.spec.example_inputs,
+                                  p.spec.variables, d)
+                     for mechanism, build in BASELINE_MECHANISMS.items() for d in p.downstreams]
+            run_context(cases, out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the harness
+
+def run_harness(dtypes: Sequence[str]) -> CheckReport:
+    return check([factory() for factory in CATALOGUE.values()], dtypes=dtypes)
+
+
+# ------------------------------------------------------------------------------------------------ reporting
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    gc.collect()
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def verify(report: CheckReport, grads: Grads) -> str:
+    """The baseline computed what the harness computed: same cells ran, same input gradients."""
+    ran = {(c.spec, c.scenario, c.dtype, c.variant): c for c in report.cells
+           if c.result.status in ("ok", "not_called")}
+    refused = {(c.spec, c.scenario, c.dtype, c.variant) for c in report.cells if c.result.status == "unsupported"}
+    mismatched = []
+    for key, cell in ran.items():
+        mine = grads.get(key)
+        theirs = cell.result.input_grads
+        if mine is None or len(mine) != len(theirs) or any(
+                (a is None) != (b is None) or (a is not None and not np.allclose(
+                    np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=1e-3, atol=1e-3, equal_nan=True))
+                for a, b in zip(mine, theirs, strict=True)):
+            mismatched.append(key)
+    extra = sorted(set(grads) - set(ran))
+    line = (f"verify: harness ran {len(ran)} cells (+{len(refused)} unsupported, "
+            f"{len(report.cells) - len(ran) - len(refused)} error); baseline ran {len(grads)}; "
+            f"{len(ran) - len(mismatched)} match, {len(mismatched)} differ, {len(extra)} only in the baseline")
+    for key in (mismatched + extra)[:8]:
+        line += f"\n  differs: {'/'.join(key)} harness={ran.get(key) and ran[key].result.status}"
+    return line
+
+
+def profile_harness(dtypes: Sequence[str]) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run_harness(dtypes)
+    profiler.disable()
+    stream = io.StringIO()
+    stats = pstats.Stats(profiler, stream=stream).strip_dirs().sort_stats("cumulative")
+    stats.print_stats(40)
+    return stream.getvalue()
+
+
+def main(argv: Sequence[str]) -> int:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {argv[1:]}; this benchmark takes only flags (see --help)")
+    dtypes = _DTYPES.value
+    unknown = [d for d in dtypes if d not in DTYPES]
+    if unknown:
+        raise app.UsageError(f"unknown dtype(s) {unknown}; choose from {list(DTYPES)}")
+    # The baseline is written per mechanism and context: a new one in compat must be added here too.
+    if list(BASELINE_MECHANISMS) != list(MECHANISMS) or list(BASELINE_CONTEXTS) != list(CONTEXTS):
+        raise app.UsageError(f"the baseline covers mechanisms {list(BASELINE_MECHANISMS)} and contexts "
+                             f"{list(BASELINE_CONTEXTS)} but compat has {list(MECHANISMS)} and {list(CONTEXTS)}; "
+                             f"add the missing ones to benchmarks/check_matrix.py")
+    check_app = Path(__file__).resolve().parent.parent / "compat" / "apps" / "check.py"
+    print(f"TensorFlow {tf.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}; "
+          f"specs {sorted(CATALOGUE)}; dtypes {dtypes}; compat-check app "
+          f"{'present (timed through compat.matrix.check)' if check_app.exists() else 'absent'}", flush=True)
+
+    plans = plan(dtypes)
+    warm_up, _ = _timed(lambda: (run_harness(dtypes[:1]), run_baseline(plans[:1])))
+    print(f"warm-up (harness on all specs in {dtypes[0]}, baseline on one spec): {warm_up:.2f} s", flush=True)
+
+    harness_times, baseline_times = [], []
+    report: CheckReport | None = None
+    grads: Grads = {}
+    for repeat in range(_REPEATS.value):
+        order = ("harness", "baseline") if repeat % 2 == 0 else ("baseline", "harness")
+        for side in order:
+            if side == "harness":
+                seconds, report = _timed(lambda: run_harness(dtypes))
+                harness_times.append(seconds)
+            else:
+                seconds, grads = _timed(lambda: run_baseline(plans))
+                baseline_times.append(seconds)
+            print(f"  repeat {repeat + 1} {side:8s} {seconds:7.2f} s", flush=True)
+    assert report is not None
+
+    best_h, best_b = min(harness_times), min(baseline_times)
+    med_h, med_b = statistics.median(harness_times), statistics.median(baseline_times)
+    ratio, target = best_h / best_b, _TARGET.value
+    verdict = "PASS" if ratio <= target else "MISS"
+    rows = [
+        ("specs", f"{len(report.specs)}"),
+        ("dtypes", ",".join(report.dtypes)),
+        ("cells (spec x scenario x dtype x variant)", f"{len(report.cells)}"),
+        ("baseline computations", f"{sum(len(p.downstreams) for p in plans) * len(MECHANISMS) * len(CONTEXTS)}"),
+        ("harness s   (best / median)", f"{best_h:.2f} / {med_h:.2f}"),
+        ("baseline s  (best / median)", f"{best_b:.2f} / {med_b:.2f}"),
+        ("ratio harness/baseline (best / median)", f"{ratio:.2f} / {med_h / med_b:.2f}"),
+        ("target", f"<= {target:.2f}"),
+        ("result", verdict),
+        ("peak RSS MiB", f"{peak_rss_mib():.0f}"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    print()
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    if _VERIFY.value:
+        print(verify(report, grads))
+    if _PROFILE.value:
+        print(profile_harness(dtypes))
+    return 0 if verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,118 @@
+"""Nox sessions: gradcompat's tests and checks across TensorFlow releases 2.12 ... 2.21.
+
+Each TensorFlow release gets its own virtualenv (Python 3.11, stdlib venv), named after the release:
+
+    nox -l                                  # list the sessions
+    nox                                     # the quick defaults: lint, tests-2.21
+    nox -s tests-2.12                       # the whole test suite on TensorFlow 2.12
+    nox -s tests                            # ... on every release, one after the other
+    nox -s tests -- -k myspec               # arguments after `--` go to pytest: only tests matching `myspec`
+    nox -s tests-2.15 -- tests/test_runner.py -q
+    nox -s lint                             # ruff check
+    nox -s audit -- --format=markdown       # compat-audit on the installed TensorFlow's own source (informative)
+    nox -s check                            # compat-check on every release: reports/check-tf2.XX.json
+    nox -s check-2.21 check-2.12            # two releases, then diff the two JSON reports
+
+Your own specs. `check` passes its posargs to `compat-check`, so a module defining a GradientSpec (or a
+function returning one) can be run on every release and the JSON reports diffed to see what changed:
+
+    nox -s check -- --specs=path/to/my_specs.py:my_spec
+    nox -s check-2.12 check-2.21 -- --specs=path/to/my_specs.py:my_spec --dtypes=float32,float16
+    diff <(jq -S . reports/check-tf2.12.json) <(jq -S . reports/check-tf2.21.json)
+
+Tests of your own (say tests/test_myspec.py using compat.run) run like the project's: `nox -s tests -- -k myspec`.
+
+Each venv holds a full TensorFlow (about 1 GiB), so venvs are reused between runs; `nox -s tests-2.12 --no-reuse-venv`
+(or `nox --reuse-venv=no`) rebuilds one. Pins per release live in EXTRA_PINS below.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import nox
+
+PYTHON = "3.11"
+TF_VERSIONS = ["2.12", "2.13", "2.14", "2.15", "2.16", "2.17", "2.18", "2.19", "2.20", "2.21"]
+"""Every TensorFlow release with Python 3.11 wheels on PyPI (3.11 support started with 2.12)."""
+
+LATEST = TF_VERSIONS[-1]
+
+EXTRA_PINS: dict[str, list[str]] = {
+    # Built against the numpy 1.x C API: with numpy 2 importing TensorFlow fails ("A module that was
+    # compiled using NumPy 1.x cannot be run in NumPy 2.x"). Some of these cap numpy in their own metadata
+    # already; the cap is written for every release before 2.18 so nothing else can pull numpy 2 in.
+    **{version: ["numpy<2"] for version in ("2.12", "2.13", "2.14", "2.15", "2.16", "2.17")},
+}
+"""TensorFlow release -> pins installed with it, beyond what its own wheel metadata requires."""
+
+nox.options.sessions = ["lint", f"tests-{LATEST}"]
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+
+# TensorFlow's C++ start-up logging drowns pytest's output.
+_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def _install(session: nox.Session, tensorflow: str, extras: str = "test") -> None:
+    """The package (editable) and the pinned TensorFlow, resolved together so the pins hold."""
+    package = f".[{extras}]" if extras else "."
+    session.install("-e", package, f"tensorflow-cpu=={tensorflow}.*", *EXTRA_PINS.get(tensorflow, []))
+    session.run("python", "-c", "import tensorflow as tf, numpy as np; print('tensorflow', tf.__version__, "
+                "'numpy', np.__version__)", env=_ENV, silent=False)
+
+
+def _tests(session: nox.Session, tensorflow: str) -> None:
+    _install(session, tensorflow)
+    session.run("pytest", *session.posargs, env=_ENV)
+
+
+def _check(session: nox.Session, tensorflow: str) -> None:
+    _install(session, tensorflow, extras="")
+    os.makedirs("reports", exist_ok=True)
+    session.run("compat-check", "--format=json", f"--output=reports/check-tf{tensorflow}.json", *session.posargs,
+                success_codes=[0, 1], env=_ENV)
+
+
+def _per_release(name: str, body: Callable[[nox.Session, str], None], doc: str) -> None:
+    """Sessions `{name}-2.12` ... `{name}-2.21`, one venv each, and `{name}`, which runs them all.
+
+    Named sessions rather than `@nox.parametrize` (whose names are `tests(2.21)`, to be quoted in a shell).
+    """
+    for version in TF_VERSIONS:
+        def session_func(session: nox.Session, version: str = version) -> None:
+            body(session, version)
+
+        session_func.__doc__ = doc.format(version=version)
+        nox.session(name=f"{name}-{version}", python=PYTHON, venv_backend="venv", tags=[name])(session_func)
+
+    def all_releases(session: nox.Session) -> None:
+        session.log(f"ran {name} on TensorFlow {', '.join(TF_VERSIONS)}")
+
+    all_releases.__doc__ = f"{name}-2.12 ... {name}-{LATEST}, one after the other (posargs go to each)."
+    nox.session(name=name, venv_backend="none", requires=[f"{name}-{v}" for v in TF_VERSIONS])(all_releases)
+
+
+_per_release("tests", _tests, "pytest on TensorFlow {version}; posargs go to pytest (e.g. `-- -k myspec -x`).")
+_per_release("check", _check, "compat-check on TensorFlow {version} -> reports/check-tf{version}.json; posargs go "
+             "to compat-check. Exit 1 (a native variant disagrees) is a finding, not a failure.")
+
+
+@nox.session(python=PYTHON, venv_backend="venv")
+def lint(session: nox.Session) -> None:
+    """ruff check (no TensorFlow needed); posargs replace the default paths."""
+    session.install("ruff")
+    session.run("ruff", "check", *(session.posargs or ["."]))
+
+
+@nox.session(python=PYTHON, venv_backend="venv")
+def audit(session: nox.Session) -> None:
+    """compat-audit over the installed TensorFlow's own source tree. Informative: findings do not fail it.
+
+    posargs go to compat-audit before the path, e.g. `nox -s audit -- --format=markdown --output=audit.md`.
+    """
+    _install(session, LATEST, extras="")
+    tree = session.run("python", "-c", "import importlib.util, os; spec = importlib.util.find_spec('tensorflow'); "
+                       "print(os.path.dirname(spec.origin))", silent=True, env=_ENV)
+    session.run("compat-audit", *session.posargs, (tree or "").strip(), success_codes=[0, 1], env=_ENV)
