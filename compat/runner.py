@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 from tensorflow.python.framework import ops
 
 from compat.contexts import CONTEXTS, Case, Outcome
@@ -17,6 +18,10 @@ from compat.spec import GradientSpec
 from compat.variants import parse_variant, select
 
 _MESSAGE_LIMIT = 400
+
+_REFUSALS = (tf.errors.NotFoundError, tf.errors.UnimplementedError)
+"""Run-time errors by which TensorFlow refuses a combination (e.g. a Defun's function or gradient not found
+inside a tf.function) rather than user code failing: reported as `unsupported`, like build-time refusals."""
 
 
 def run(spec: GradientSpec, loss: Downstream | Callable[..., Any] | None = None,
@@ -90,7 +95,7 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
         return VariantResult(status="error", message=str(probe.error), **common)
     if outcome.error is not None:
         reason = _tensorflow_message(outcome.error)
-        if outcome.phase == "build":
+        if outcome.phase == "build" or isinstance(outcome.error, _REFUSALS):
             message = f"{probe.where}: TensorFlow cannot run this combination: {reason}"
             return VariantResult(status="unsupported", message=message, **common)
         return VariantResult(status="error", message=f"{probe.where}: failed at run time: {reason}", **common)

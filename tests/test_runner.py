@@ -140,3 +140,13 @@ def test_runs_release_their_graphs_and_gradient_registrations(seed_spec):
     for repeat in range(3):
         assert all(r.status in compat.STATUSES for r in compat.run(seed_spec(f"leak_{repeat}")))
     assert live() == before
+
+
+def test_tensorflow_refusing_at_run_time_is_unsupported_not_a_user_error():
+    """A Defun's symbolic gradient inside a tf.function cannot be run for Round (TF 2.21: no gradient in the
+    SymbolicGradient; TF 2.12: the Defun's op is not registered in the runtime): TensorFlow refuses it."""
+    from compat.catalogue import CATALOGUE
+
+    (result,) = compat.run(CATALOGUE["dorefa_round"](), variants="defun_grad_func@function_gradients")
+    assert result.status == "unsupported", result
+    assert "NotFoundError" in result.message and "cannot run this combination" in result.message

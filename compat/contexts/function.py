@@ -16,12 +16,19 @@ class FunctionContext(Context):
     gradients: Callable[[Case, Sequence[Any]], Gradients]
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
-        outcomes, failed = self._run_batch(cases, range(len(cases)))
-        if failed:  # the batch failed at run time: run each built case alone to attribute the failure
-            for index in failed:
-                single, _ = self._run_batch(cases, [index])
-                outcomes[index] = single[index]
+        outcomes: dict[int, Outcome] = {}
+        self._run_bisecting(cases, list(range(len(cases))), outcomes)
         return [outcomes[index] for index in range(len(cases))]
+
+    def _run_bisecting(self, cases: Sequence[Case], indices: list[int], outcomes: dict[int, Outcome]) -> None:
+        """Run `indices` in one trace; if that fails at run time, split it in halves to find the failing
+        cases, so k failures among n cases cost about k * log2(n) extra traces instead of n."""
+        done, failed = self._run_batch(cases, indices)
+        outcomes.update(done)
+        if failed:
+            middle = len(failed) // 2
+            self._run_bisecting(cases, failed[:middle], outcomes)
+            self._run_bisecting(cases, failed[middle:], outcomes)
 
     def _run_batch(self, cases: Sequence[Case], indices: Sequence[int]) -> tuple[dict[int, Outcome], list[int]]:
         outcomes: dict[int, Outcome] = {}
