@@ -254,7 +254,7 @@ class ModuleAudit:
                                                  " (entries not all literal; check every entry)"),
             "\n\n".join(
                 suggestions.for_registered_gradient(v, self.registered_fn.get(v or ""), k, self.data)
-                for k, v in (pairs or [(None, None)])
+                for k, v in (_real_op_pairs(pairs, self.data) or [(None, None)])
             ),
         )
         for key_node, value_node in items:
@@ -346,7 +346,10 @@ class ModuleAudit:
         """GC003 findings seen before the override map that names their op type get the op's forward call."""
         if not self.override_pairs:
             return
-        ops_by_grad = {grad: op for op, grad in self.override_pairs}
+        ops_by_grad: dict[str | None, str | None] = {}
+        for op, grad in self.override_pairs:  # a real op type beats a misspelt key (that is GC007's)
+            if grad not in ops_by_grad or (op in self.data.op_types and ops_by_grad[grad] not in self.data.op_types):
+                ops_by_grad[grad] = op
         for i, f in enumerate(self.findings):
             if f.rule != "GC003":
                 continue
@@ -355,6 +358,12 @@ class ModuleAudit:
                 fn = self.registered_fn.get(grad)
                 self.findings[i] = dataclasses.replace(
                     f, suggestion=suggestions.for_registered_gradient(grad, fn, ops_by_grad[grad], self.data))
+
+
+def _real_op_pairs(pairs: list[tuple[str | None, str | None]], data: TFData) -> list[tuple[str | None, str | None]]:
+    """The override-map entries worth a rewrite suggestion: misspelt op types get GC007 instead."""
+    real = [(key, value) for key, value in pairs if key in data.op_types]
+    return real or pairs
 
 
 def audit_tree(path: str, tree: ast.Module, source: str, data: TFData, lines: int = 0) -> FileResult:

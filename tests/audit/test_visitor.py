@@ -102,6 +102,16 @@ def test_gc003_gc004_sign_suggests_custom_gradient_around_tf_sign(audit_source):
     assert gc004.message == "gradient_override_map({'Sign': 'SignSTE'})"
 
 
+def test_a_misspelt_key_next_to_a_real_one_does_not_steer_the_suggestion(audit_source):
+    source = SIGN_OVERRIDE.replace('{"Sign": "SignSTE"}', '{"Sign": "SignSTE", "Matmul": "SignSTE"}')
+    report = audit_source(source)
+    assert rules_of(report) == ["GC003", "GC005", "GC004", "GC007"]
+    gc003, _, gc004, gc007 = report.findings
+    for finding in (gc003, gc004):
+        assert "y = tf.sign(x)" in finding.suggestion and "Matmul" not in finding.suggestion
+    assert "did you mean 'MatMul'" in gc007.message
+
+
 def test_gc004_mapping_built_elsewhere(audit_source):
     report = audit_source("""
         import tensorflow.compat.v1 as tf
