@@ -50,6 +50,8 @@ class Context(abc.ABC):
 
     name: str
     summary: str
+    uses_tape: bool
+    """Whether a tf.GradientTape asks for the gradient (tapes ignore gradient_override_map)."""
 
     @abc.abstractmethod
     def run(self, cases: Sequence[Case]) -> list[Outcome]:

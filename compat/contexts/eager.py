@@ -12,6 +12,7 @@ from compat.contexts.base import Case, Context, Outcome, tape_gradients
 class EagerTape(Context):
     name = "eager_tape"
     summary = "eager tf.GradientTape"
+    uses_tape = True
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         return [self._run_one(case) for case in cases]

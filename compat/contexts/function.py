@@ -73,10 +73,12 @@ class FunctionContext(Context):
 class FunctionTape(FunctionContext):
     name = "function_tape"
     summary = "tf.GradientTape inside tf.function"
+    uses_tape = True
     gradients = staticmethod(tape_gradients)
 
 
 class FunctionGradients(FunctionContext):
     name = "function_gradients"
     summary = "tf.gradients inside tf.function"
+    uses_tape = False
     gradients = staticmethod(lambda case, inputs: symbolic_gradients(case, inputs, tf.gradients))

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from compat.contexts import CONTEXTS
 from compat.reports.json_report import status_counts, verdict
 
 if TYPE_CHECKING:
@@ -24,8 +25,8 @@ PITFALL_STATUSES: dict[str, str] = {
 }
 """Cross-cell statuses that are silent migration pitfalls, and how to say them (unsupported/error are loud)."""
 
-TAPE_CONTEXTS: tuple[str, ...] = ("v1_tape", "eager_tape", "function_tape")
-"""Contexts where a tf.GradientTape asks for the gradient (see each context's `summary`)."""
+TAPE_CONTEXTS: tuple[str, ...] = tuple(name for name, context in CONTEXTS.items() if context.uses_tape)
+"""Contexts where a tf.GradientTape asks for the gradient."""
 
 
 def render(report: CheckReport) -> str:

@@ -85,3 +85,8 @@ def test_before_run_is_called_before_every_attempt():
     case = Case(failing_at_run_time, (X,), SUM, before_run=lambda: attempts.append(1))
     CONTEXTS["v1_session"].run([case, Case(square_op, (X,), SUM)])
     assert len(attempts) == 2  # once in the batch, once alone to attribute the failure
+
+
+def test_tape_contexts_declare_it():
+    assert {name for name, context in CONTEXTS.items() if context.uses_tape} == {"v1_tape", "eager_tape",
+                                                                                 "function_tape"}
