@@ -26,6 +26,20 @@ _EXPORTS: dict[str, str] = {
     "CONTEXTS": "compat.contexts",
     "NATIVE_VARIANTS": "compat.variants",
     "is_native": "compat.variants",
+    "Downstream": "compat.downstream",
+    "SCENARIOS": "compat.scenarios",
+    "Scenario": "compat.scenarios",
+    "DTYPES": "compat.dtypes",
+    "TOLERANCES": "compat.dtypes",
+    "CATALOGUE": "compat.catalogue",
+    "check": "compat.matrix",
+    "CheckReport": "compat.matrix",
+    "Cell": "compat.matrix",
+    "Difference": "compat.checker",
+    "compare": "compat.checker",
+    "render": "compat.reports",
+    "load_specs": "compat.loading",
+    "assert_native_variants_agree": "compat.testing",
 }
 
 __all__ = ["__version__", *_EXPORTS]
