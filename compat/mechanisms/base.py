@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.framework import function
 
 from compat.probe import Probe, UserCodeError
 from compat.signature import output_signature
@@ -47,6 +48,21 @@ def registered_probe(probe: Probe) -> Callable[[], Probe]:
 
     probe_name = probe.spec.name
     return get
+
+
+def as_outputs(outputs: Any) -> tuple[Any, ...]:
+    """A forward's result as a tuple of outputs."""
+    return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
+
+
+def defun_op(probe: Probe, func_name: str, **gradient: Any) -> BuiltOp:
+    """The spec's forward as a `function.Defun` over its inputs and variable values, with `gradient` (either
+    `grad_func=` or `python_grad_func=`), called the way Defun users call it."""
+    @function.Defun(*dtypes_of(probe.spec.sources), func_name=func_name, **gradient)
+    def forward_op(*inputs):
+        return probe.forward(*inputs)
+
+    return lambda *args: as_outputs(forward_op(*read_variables(probe, args)))
 
 
 def dtypes_of(values: Any) -> list[tf.DType]:

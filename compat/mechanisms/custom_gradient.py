@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from compat.mechanisms.base import BuiltOp, Mechanism
+from compat.mechanisms.base import BuiltOp, Mechanism, as_outputs
 from compat.probe import Probe
 
 
@@ -49,7 +49,6 @@ class CustomGradient(Mechanism):
 
                 return (outputs[0] if len(outputs) == 1 else outputs), grad
 
-            outputs = custom_op(*inputs)
-            return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
+            return as_outputs(custom_op(*inputs))
 
         return op

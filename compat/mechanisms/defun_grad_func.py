@@ -22,7 +22,7 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.python.framework import function
 
-from compat.mechanisms.base import BuiltOp, Mechanism, dtypes_of, output_dtypes, read_variables, unique_name
+from compat.mechanisms.base import BuiltOp, Mechanism, defun_op, dtypes_of, output_dtypes, unique_name
 from compat.probe import Probe
 
 
@@ -44,12 +44,4 @@ class DefunGradFunc(Mechanism):
             return [tf.zeros_like(x) if g is None else tf.convert_to_tensor(g)
                     for x, g in zip(inputs, grads, strict=True)]
 
-        @function.Defun(*input_dtypes, grad_func=grad_func, func_name=base)
-        def forward_op(*inputs):
-            return probe.forward(*inputs)
-
-        def op(*args):
-            outputs = forward_op(*read_variables(probe, args))
-            return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
-
-        return op
+        return defun_op(probe, base, grad_func=grad_func)

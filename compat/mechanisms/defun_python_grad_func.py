@@ -14,9 +14,7 @@ The equivalent hand-written user code (TF1 graph mode):
 
 from __future__ import annotations
 
-from tensorflow.python.framework import function
-
-from compat.mechanisms.base import BuiltOp, Mechanism, dtypes_of, read_variables, unique_name
+from compat.mechanisms.base import BuiltOp, Mechanism, defun_op, unique_name
 from compat.probe import Probe
 
 
@@ -29,13 +27,4 @@ class DefunPythonGradFunc(Mechanism):
         def python_grad_func(op, *upstreams):
             return probe.call_gradient(tuple(op.inputs), tuple(op.outputs), upstreams)
 
-        @function.Defun(*dtypes_of(probe.spec.sources), python_grad_func=python_grad_func,
-                        func_name=unique_name(probe.spec.name))
-        def forward_op(*inputs):
-            return probe.forward(*inputs)
-
-        def op(*args):
-            outputs = forward_op(*read_variables(probe, args))
-            return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
-
-        return op
+        return defun_op(probe, unique_name(probe.spec.name), python_grad_func=python_grad_func)
