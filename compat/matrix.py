@@ -34,7 +34,7 @@ class Cell:
     result: VariantResult
     reference: str
     unexpected: bool
-    """A native variant that disagrees with the reference in a way that can change what is learned."""
+    """A native variant that fails, or disagrees with the reference in a way that can change what is learned."""
 
     @property
     def mechanism(self) -> str:
@@ -118,8 +118,11 @@ def check(specs: Sequence[GradientSpec], scenarios: Sequence[str] | None = None,
                 result = by_key[variant, scenario.name]
                 differences = compare(result, by_key[baseline, scenario.name]) if variant != baseline else ()
                 native = is_native(variant)
-                unexpected = native and variant not in (baseline, reference) and any(d.breaking for d in differences)
-                cells.append(Cell(spec.name, scenario.name, dtype, variant, native, cell_status(result, differences),
+                status = cell_status(result, differences)
+                # A native error is always a failure, even where every variant fails alike (then none differs).
+                unexpected = native and (status == "error" or (
+                    variant not in (baseline, reference) and any(d.breaking for d in differences)))
+                cells.append(Cell(spec.name, scenario.name, dtype, variant, native, status,
                                   differences, result, baseline, unexpected))
     if progress:
         progress(total, total, "done")

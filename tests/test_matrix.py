@@ -92,3 +92,11 @@ def test_bad_names_raise_value_errors_listing_valid_ones():
         check([spec], reference="nope@v1_session")
     with pytest.raises(ValueError, match="unknown scenario"):
         check([spec], scenarios=["sideways"])
+
+
+def test_a_gradient_that_fails_everywhere_fails_the_run_although_nothing_differs():
+    spec = compat.GradientSpec("always_raises", tf.identity, lambda i, o, u: 1 / 0, [np.ones(2, np.float32)])
+    report = check([spec], scenarios=["sum"], variants=list(compat.NATIVE_VARIANTS))
+    assert {cell.status for cell in report.cells} == {"error"}
+    assert all(not cell.differences for cell in report.cells)  # every variant fails alike
+    assert report.exit_code == 1 and len(report.unexpected) == len(compat.NATIVE_VARIANTS)
