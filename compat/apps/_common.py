@@ -24,11 +24,18 @@ def write_atomically(path: str, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a report is an ordinary file
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 class ProgressBar:
