@@ -1,12 +1,12 @@
 """A Python toolchain made from an interpreter already on this machine (the active venv's by default).
 
 Bazel must not fetch Python or pip packages: gradcompat's tests need the interpreter that has
-TensorFlow, numpy, absl-py, libcst and pytest installed. The interpreter is chosen, in order, from
+TensorFlow, numpy, absl-py and pytest installed. The interpreter is chosen, in order, from
 $GRADCOMPAT_PYTHON, $VIRTUAL_ENV/bin/python3, then `python3` on PATH. The path is used as given, not
 resolved, because a venv's `bin/python3` is a symlink whose target does not see the venv's packages.
 """
 
-_REQUIRED_MODULES = ["tensorflow", "numpy", "absl", "libcst", "pytest"]
+_REQUIRED_MODULES = ["tensorflow", "numpy", "absl", "pytest"]
 
 _BUILD = """\
 load("@bazel_tools//tools/python:toolchain.bzl", "py_runtime_pair")
