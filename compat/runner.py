@@ -34,8 +34,7 @@ def run(spec: GradientSpec, loss: Downstream | Callable[..., Any] | None = None,
         output), or a `Downstream` for `grad_ys`, second order or a dynamic batch.
       variants: `mechanism@context` names (globs like `*@eager_tape` allowed); default all.
     """
-    downstream = as_downstream(loss)
-    return [result for result in run_matrix(spec, [downstream], variants)]
+    return run_matrix(spec, [as_downstream(loss)], variants)
 
 
 def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
@@ -44,21 +43,21 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
     if not isinstance(spec, GradientSpec):
         raise TypeError(f"run() needs a compat.GradientSpec, got {type(spec).__name__}")
     chosen = select(variants)
-    by_context: dict[str, list[tuple[str, Downstream, Probe]]] = {}
+    by_context: dict[str, list[tuple[int, Probe]]] = {}
     for variant in chosen:
         _, context = parse_variant(variant)
-        for downstream in downstreams:
-            by_context.setdefault(context.name, []).append((variant, downstream, Probe(spec, variant)))
-    results: dict[tuple[str, str], VariantResult] = {}
+        for index in range(len(downstreams)):
+            by_context.setdefault(context.name, []).append((index, Probe(spec, variant)))
+    results: dict[tuple[str, int], VariantResult] = {}
     for context_name, planned in by_context.items():
-        cases = [Case(build=_builder(variant, probe), inputs=spec.example_inputs, downstream=downstream,
+        cases = [Case(build=_builder(probe), inputs=spec.example_inputs, downstream=downstreams[index],
                       before_run=probe.reset_calls, variables=spec.variables)
-                 for variant, downstream, probe in planned]
+                 for index, probe in planned]
         with _scoped_gradient_registrations():
             outcomes = CONTEXTS[context_name].run(cases)
-        for (variant, downstream, probe), outcome in zip(planned, outcomes, strict=True):
-            results[variant, downstream.name] = to_result(probe, downstream, outcome)
-    return [results[variant, downstream.name] for variant in chosen for downstream in downstreams]
+        for (index, probe), outcome in zip(planned, outcomes, strict=True):
+            results[probe.variant, index] = to_result(probe, downstreams[index], outcome)
+    return [results[variant, index] for variant in chosen for index in range(len(downstreams))]
 
 
 @contextlib.contextmanager
@@ -80,8 +79,8 @@ def _scoped_gradient_registrations() -> Iterator[None]:
                 del registry[name]
 
 
-def _builder(variant: str, probe: Probe) -> Callable[[], Any]:
-    mechanism, _ = parse_variant(variant)
+def _builder(probe: Probe) -> Callable[[], Any]:
+    mechanism, _ = parse_variant(probe.variant)
     return lambda: mechanism.build(probe)
 
 
