@@ -8,7 +8,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from compat.reports.json_report import cell_dict, native_variants, status_counts, verdict
-from compat.reports.table import SYMBOLS, WORDS, abbreviations, cell_title, pitfalls, representation_notes
+from compat.reports.table import (
+    REPRESENTATION_SYMBOL,
+    REPRESENTATION_WORDS,
+    SYMBOLS,
+    WORDS,
+    abbreviations,
+    cell_symbol,
+    cell_title,
+    pitfalls,
+    representation_notes,
+    representation_only,
+)
 
 if TYPE_CHECKING:
     from compat.matrix import Cell, CheckReport
@@ -56,6 +67,7 @@ table.matrix { border-collapse: separate; border-spacing: 0; background: #fff; b
 .matrix td.cell.selected { box-shadow: inset 0 0 0 3px var(--ink); }
 .st-same { background: var(--same); color: var(--same-fg); }
 .st-differs { background: var(--differs); color: var(--differs-fg); }
+.st-differs.repr { background: #fdf3d6; color: #8a6d1e; }
 .st-not_called { background: var(--not_called); color: var(--not_called-fg); }
 .st-unsupported { background: var(--unsupported); color: var(--unsupported-fg); }
 .st-error { background: var(--error); color: #fff; }
@@ -225,7 +237,8 @@ def _controls(report: CheckReport) -> str:
     if len(report.dtypes) > 1:
         options += '<option value="*">all dtypes</option>'
     legend = "".join(f'<span class="chip {_CLASSES[s]}">{SYMBOLS[s]} {_e(WORDS[s])}</span>' for s in SYMBOLS)
-    legend += '<span class="chip unexpected">≠! unexpected (native)</span>'
+    legend += (f'<span class="chip st-differs repr">{REPRESENTATION_SYMBOL} {_e(REPRESENTATION_WORDS)}</span>'
+               '<span class="chip unexpected">≠! unexpected (native)</span>')
     contexts = abbreviations(list(dict.fromkeys(v.partition("@")[2] for v in report.variants)))
     key = " · ".join(f"<b>{_e(s)}</b> {_e(c)}" for c, s in contexts.items())
     return (
@@ -277,8 +290,9 @@ def _row(scenario: str, variants: Sequence[str], row: Sequence[Cell | None], nat
             continue
         classes = f"cell {_CLASSES[cell.status]} {_kind(variant, natives)}{group}"
         classes += " unexpected" if cell.unexpected else ""
-        symbol = SYMBOLS[cell.status] + ("!" if cell.unexpected else "")
-        tds.append(f'<td class="{classes}" data-i="{index[id(cell)]}" title="{_e(cell_title(cell))}">{symbol}</td>')
+        classes += " repr" if representation_only(cell) else ""
+        tds.append(f'<td class="{classes}" data-i="{index[id(cell)]}" title="{_e(cell_title(cell))}">'
+                   f'{_e(cell_symbol(cell))}</td>')
     quiet = all(c is None or not c.differences for c in row)
     quiet_native = all(c is None or not c.native or not c.differences for c in row)
     return (f'<tr class="scen" data-quiet="{int(quiet)}" data-quiet-native="{int(quiet_native)}">'

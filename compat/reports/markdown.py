@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from compat.reports.json_report import status_counts, verdict
-from compat.reports.table import WORDS, pitfalls, representation_notes
+from compat.reports.table import REPRESENTATION_WORDS, WORDS, pitfalls, representation_notes, representation_only
 
 if TYPE_CHECKING:
     from compat.matrix import Cell, CheckReport
@@ -72,7 +72,7 @@ def _column(variant: str, native: bool) -> str:
 def _word(cell: Cell | None) -> str:
     if cell is None:
         return ""
-    word = WORDS[cell.status]
+    word = REPRESENTATION_WORDS if representation_only(cell) else WORDS[cell.status]
     return f"**{word} (unexpected)**" if cell.unexpected else word
 
 

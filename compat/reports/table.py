@@ -73,7 +73,9 @@ def legend(report: CheckReport) -> list[str]:
         "  * marks a native column (mechanism used as documented); others are cross (legacy in a TF2 context)",
         "  mechanisms: " + ", ".join(f"{short_m[m]} {m}" for m in mechanisms),
         "  contexts:   " + ", ".join(f"{short_c[c]} {c}" for c in contexts),
-        f"  symbols:    {symbols} {SYMBOLS['differs']}{UNEXPECTED_MARK} unexpected (native, breaking)",
+        f"  symbols:    {symbols}",
+        f"              {REPRESENTATION_SYMBOL} {REPRESENTATION_WORDS} (None vs zeros, IndexedSlices vs dense), "
+        f"{SYMBOLS['differs']}{UNEXPECTED_MARK} unexpected (native, breaking)",
     ]
 
 
@@ -189,10 +191,24 @@ def cell_title(cell: Cell) -> str:
     return text
 
 
-def _symbol(cell: Cell | None) -> str:
-    if cell is None:
-        return ""
+def representation_only(cell: Cell) -> bool:
+    """A `differs` cell whose differences are all in form (None vs zeros, IndexedSlices vs dense)."""
+    return cell.status == "differs" and not any(d.breaking for d in cell.differences)
+
+
+REPRESENTATION_SYMBOL = "≈"
+REPRESENTATION_WORDS = "same values, other form"
+
+
+def cell_symbol(cell: Cell) -> str:
+    """The cell's symbol: `≈` for representation-only differences, the status symbol otherwise."""
+    if representation_only(cell):
+        return REPRESENTATION_SYMBOL
     return SYMBOLS[cell.status] + (UNEXPECTED_MARK if cell.unexpected else "")
+
+
+def _symbol(cell: Cell | None) -> str:
+    return "" if cell is None else cell_symbol(cell)
 
 
 def _axes(variants: Iterable[str]) -> tuple[list[str], list[str]]:

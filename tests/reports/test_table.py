@@ -34,3 +34,12 @@ def test_unexpected_native_difference_is_loud(handmade_report):
 def test_abbreviations_are_short_and_unique():
     short = abbreviations(["v1_session", "v1_tape", "function_tape", "fancy_thing"])
     assert short == {"v1_session": "v1s", "v1_tape": "v1t", "function_tape": "ft", "fancy_thing": "ft2"}
+
+
+def test_representation_only_differences_have_their_own_symbol(report):
+    from compat.reports.table import REPRESENTATION_SYMBOL, cell_symbol, representation_only
+
+    gather = [c for c in report.cells if c.scenario == "gather" and c.variant == "custom_gradient@eager_tape"]
+    assert gather and all(representation_only(c) and cell_symbol(c) == REPRESENTATION_SYMBOL for c in gather)
+    not_called = next(c for c in report.cells if c.status == "not_called" and c.differences)
+    assert not representation_only(not_called) and cell_symbol(not_called) == "∅"
