@@ -15,6 +15,9 @@ DifferenceKind = Literal["none_vs_zeros", "sparse_vs_dense", "shape", "dtype", "
                          "not_called", "unsupported", "error"]
 CellStatus = Literal["same", "differs", "not_called", "unsupported", "error"]
 
+DEFAULT_REFERENCE = "defun_grad_func@v1_session"
+"""The variant cells are compared with unless another is chosen: the legacy mechanism, used as documented."""
+
 REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense"})
 """Differences in how the same upstream is handed over. They break a gradient function only if it cannot
 take that form (it then shows as an `error` cell); the values the model learns from are compared apart."""

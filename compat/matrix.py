@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from compat.checker import CellStatus, Difference, cell_status, compare
+from compat.checker import DEFAULT_REFERENCE, CellStatus, Difference, cell_status, compare
 from compat.dtypes import DTYPES, TOLERANCES, cast_spec
 from compat.probe import UserCodeError
 from compat.results import VariantResult
@@ -16,8 +16,6 @@ from compat.scenarios import Scenario, select_scenarios
 from compat.signature import output_signature
 from compat.spec import GradientSpec
 from compat.variants import NATIVE_VARIANTS, is_native, parse_variant, select
-
-DEFAULT_REFERENCE = "defun_grad_func@v1_session"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -179,9 +179,8 @@ class Probe:
             if grad.dtype.base_dtype != expected.base_dtype:
                 raise self.fail(f"gradient[{index}] has dtype {grad.dtype.name} but input {index} has dtype "
                                 f"{expected.name}; cast it with tf.cast(grad, x.dtype)")
-            grad_shape = grad.dense_shape if isinstance(grad, tf.IndexedSlices) else grad.shape
-            if not isinstance(grad, tf.IndexedSlices) and not grad_shape.is_compatible_with(value.shape):
-                raise self.fail(f"gradient[{index}] has shape {grad_shape} but input {index} has shape "
+            if not isinstance(grad, tf.IndexedSlices) and not grad.shape.is_compatible_with(value.shape):
+                raise self.fail(f"gradient[{index}] has shape {grad.shape} but input {index} has shape "
                                 f"{value.shape}; a gradient must have its input's shape")
             checked.append(grad)
         return checked

@@ -16,6 +16,7 @@ import sys
 from absl import app, flags, logging
 
 from compat.apps._common import EXIT_USAGE, ProgressBar, run_app, wants_progress, write_atomically
+from compat.checker import DEFAULT_REFERENCE
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -28,7 +29,7 @@ SCENARIOS = flags.DEFINE_list("scenarios", None, "Downstream scenarios to run. D
 VARIANTS = flags.DEFINE_list(
     "variants", None, "mechanism@context variants (globs like custom_gradient@* or *@eager_tape). Default: all.")
 DTYPES = flags.DEFINE_list("dtypes", ["float32"], "Floating dtypes: float32, float64, float16, bfloat16.")
-REFERENCE = flags.DEFINE_string("reference", "defun_grad_func@v1_session", "The variant every cell is compared with.")
+REFERENCE = flags.DEFINE_string("reference", DEFAULT_REFERENCE, "The variant every cell is compared with.")
 FORMAT = flags.DEFINE_enum("format", "table", _FORMATS, "Report format.")
 OUTPUT = flags.DEFINE_string("output", None, "Write the report to this file (atomically) instead of stdout.")
 PROGRESS = flags.DEFINE_bool("progress", None, "Show a progress bar on stderr (default: when it is a terminal).")

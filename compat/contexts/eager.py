@@ -23,7 +23,7 @@ class EagerTape(Context):
         try:
             sources = [*(tf.constant(value) for value in case.inputs), *(tf.Variable(v) for v in case.variables)]
             grads = tape_gradients(case, sources).grads
-        except Exception as exc:  # noqa: BLE001 - eager builds and runs at once: both are "run" here.
+        except Exception as exc:  # noqa: BLE001 - eager builds and runs at once; the error's type tells which.
             return Outcome(error=exc, phase="build" if _is_unsupported(exc) else "run")
         return Outcome(input_grads=tuple(None if g is None else g.numpy() for g in grads))
 
