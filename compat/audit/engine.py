@@ -61,9 +61,15 @@ def audit_file(path: str, strict: bool = False, max_file_bytes: int = DEFAULT_MA
     try:
         return audit_tree(path, tree, text, tf_data.load(), result.lines)
     except RecursionError as e:
-        return dataclasses.replace(result, parsed=False, findings=(Finding(
-            path, 1, 1, "GC000", 1, str(RULES["GC000"].severity), f"too deeply nested to audit: {e}",
-            RULES["GC000"].help),))
+        return _not_audited(result, f"too deeply nested to audit: {e}")
+    except Exception as e:  # noqa: BLE001 - a bug of ours on one odd file must not end the whole run.
+        return _not_audited(result, f"compat-audit failed on this file ({type(e).__name__}: {e}); the rest of "
+                                    f"the tree was audited, please report this file's construct as a bug")
+
+
+def _not_audited(result: FileResult, message: str) -> FileResult:
+    return dataclasses.replace(result, parsed=False, findings=(Finding(
+        result.path, 1, 1, "GC000", 1, str(RULES["GC000"].severity), message, RULES["GC000"].help),))
 
 
 def _audit_task(args: tuple[str, _Options]) -> FileResult:

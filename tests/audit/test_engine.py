@@ -50,3 +50,21 @@ def test_counts_list_every_rule(audit_source):
     report = audit_source("x = 1\n")
     assert list(report.counts) == list(RULES) and not any(report.counts.values())
     assert report.files_scanned == 1 and report.lines == 1 and report.files_parsed == 0
+
+
+def test_an_internal_failure_on_one_file_is_gc000_and_the_run_goes_on(tmp_path, monkeypatch):
+    (tmp_path / "odd.py").write_text("import tensorflow as tf\ntf.RegisterGradient('A')(abs)\n")
+    (tmp_path / "fine.py").write_text("import tensorflow as tf\ntf.RegisterGradient('B')(abs)\n")
+    real_audit_tree = __import__("compat.audit.engine", fromlist=["audit_tree"]).audit_tree
+
+    def flaky(path, *args, **kwargs):
+        if path.endswith("odd.py"):
+            raise ValueError("unexpected construct")
+        return real_audit_tree(path, *args, **kwargs)
+
+    monkeypatch.setattr("compat.audit.engine.audit_tree", flaky)
+    report = audit_paths([str(tmp_path)], jobs=1)
+    by_file = {f.path.rsplit("/", 1)[-1]: f for f in report.findings}
+    assert by_file["odd.py"].rule == "GC000"
+    assert "compat-audit failed on this file (ValueError: unexpected construct)" in by_file["odd.py"].message
+    assert by_file["fine.py"].rule == "GC003"
