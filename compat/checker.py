@@ -11,16 +11,18 @@ import numpy as np
 from compat.dtypes import tolerance_for
 from compat.results import Upstream, VariantResult
 
-DifferenceKind = Literal["none_vs_zeros", "sparse_vs_dense", "shape", "dtype", "values", "calls",
-                         "not_called", "unsupported", "error"]
+DifferenceKind = Literal["none_vs_zeros", "sparse_vs_dense", "static_shape", "shape", "dtype", "values", "count",
+                         "calls", "contract", "not_called", "unsupported", "error"]
 CellStatus = Literal["same", "differs", "not_called", "unsupported", "error"]
 
 DEFAULT_REFERENCE = "defun_grad_func@v1_session"
 """The variant cells are compared with unless another is chosen: the legacy mechanism, used as documented."""
 
-REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense"})
-"""Differences in how the same upstream is handed over. They break a gradient function only if it cannot
-take that form (it then shows as an `error` cell); the values the model learns from are compared apart."""
+REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense", "static_shape"})
+"""Differences in how the same values are handed over: None for zeros, IndexedSlices for a dense tensor, or a
+static shape known in one variant and not in the other (unknown rank inside a Defun body; code that
+branches on `dy.shape` takes another path there). They break a gradient function only if it cannot take
+that form (it then shows as an `error` cell); the values the model learns from are compared apart."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,29 +52,65 @@ def cell_status(result: VariantResult, differences: Sequence[Difference]) -> Cel
 
 
 def compare(result: VariantResult, reference: VariantResult) -> tuple[Difference, ...]:
-    """Every difference between `result` and `reference`: status, call count, upstreams, input gradients."""
+    """Every difference between `result` and `reference`: status, contract, every call's upstreams (a
+    different number of calls or of upstreams is a difference too), and the input gradients."""
     differences: list[Difference] = []
     if result.status != reference.status:
         kind = result.status if result.status != "ok" else reference.status
         differences.append(Difference(kind, "status", f"{result.status} here, {reference.status} in the reference"
                                       + (f" ({result.message})" if result.message else "")))
+    differences += [Difference("contract", "gradient", f"TensorFlow {_verb(result)} a gradient that breaks the "
+                                                       f"contract: {problem}") for problem in result.violations]
     if result.calls and reference.calls:
         if result.calls != reference.calls:
             differences.append(Difference("calls", "calls", f"called {result.calls}x here, "
                                                             f"{reference.calls}x in the reference"))
-        for index, (mine, theirs) in enumerate(zip(result.upstream, reference.upstream, strict=False)):
-            differences += _compare_upstream(f"upstream[{index}]", mine, theirs)
+        for call, (mine, theirs) in enumerate(zip(result.upstreams, reference.upstreams, strict=False)):
+            prefix = f"call[{call}] " if call else ""
+            if len(mine) != len(theirs):
+                differences.append(Difference("count", f"{prefix}upstreams", f"{len(mine)} upstreams here, "
+                                                                             f"{len(theirs)} in the reference"))
+            for index, (upstream, other) in enumerate(zip(mine, theirs, strict=False)):
+                differences += _compare_upstream(f"{prefix}upstream[{index}]", upstream, other)
     if result.input_grads and reference.input_grads:
-        for index, (mine, theirs) in enumerate(zip(result.input_grads, reference.input_grads, strict=False)):
-            differences += _compare_arrays(f"input_grad[{index}]", mine, theirs)
+        differences += _compare_input_grads(result, reference)
     return tuple(differences)
 
 
+def _verb(result: VariantResult) -> str:
+    return "accepted" if result.status == "ok" else "was handed"
+
+
+def _compare_input_grads(result: VariantResult, reference: VariantResult) -> list[Difference]:
+    differences: list[Difference] = []
+    if len(result.input_grads) != len(reference.input_grads):
+        differences.append(Difference("count", "input_grads", f"{len(result.input_grads)} input gradients here, "
+                                                              f"{len(reference.input_grads)} in the reference"))
+    for index, (mine, theirs) in enumerate(zip(result.input_grads, reference.input_grads, strict=False)):
+        where = f"input_grad[{index}]"
+        kinds = {_kind(result, index), _kind(reference, index)}
+        if kinds == {"dense", "indexed_slices"}:
+            differences.append(Difference("sparse_vs_dense", where, f"{_kind(result, index)} here, "
+                                                                    f"{_kind(reference, index)} in the reference"))
+        differences += _compare_arrays(where, mine, theirs)
+    return differences
+
+
+def _kind(result: VariantResult, index: int) -> str | None:
+    return result.input_grad_kinds[index] if index < len(result.input_grad_kinds) else None
+
+
 def _compare_upstream(where: str, mine: Upstream, theirs: Upstream) -> list[Difference]:
+    try:
+        shape = mine.known_shape or theirs.known_shape or _covering_shape(mine, theirs)
+        mine_dense, theirs_dense = mine.to_dense(shape), theirs.to_dense(shape)
+    except IndexError:
+        return [Difference("shape", where, f"{mine.describe()} here, {theirs.describe()} in the reference: the "
+                                           f"slices' indices fall outside the other side's dense shape")]
     if mine.kind == "none" or theirs.kind == "none":
         if mine.kind == theirs.kind:
             return []
-        dense = (mine if theirs.kind == "none" else theirs).to_dense()
+        dense = mine_dense if theirs.kind == "none" else theirs_dense
         if dense is not None and not np.any(dense.astype(np.float64)):
             side = "here" if mine.kind == "none" else "in the reference"
             return [Difference("none_vs_zeros", where, f"None {side}, zeros of shape {list(dense.shape)} "
@@ -84,13 +122,31 @@ def _compare_upstream(where: str, mine: Upstream, theirs: Upstream) -> list[Diff
                                                                 f"in the reference"))
     if mine.dtype != theirs.dtype:
         differences.append(Difference("dtype", where, f"{mine.dtype} here, {theirs.dtype} in the reference"))
-    if (mine.kind == theirs.kind and mine.static_shape is not None and theirs.static_shape is not None
-            and not _compatible(mine.static_shape, theirs.static_shape)):
-        differences.append(Difference("shape", where, f"static shape {list(mine.static_shape)} here, "
-                                                      f"{list(theirs.static_shape)} in the reference"))
+    if mine.kind == theirs.kind and mine.static_shape != theirs.static_shape:
+        seen = f"static shape {_shape_text(mine.static_shape)} here, {_shape_text(theirs.static_shape)} in the reference"
+        if (mine.static_shape is not None and theirs.static_shape is not None
+                and not _compatible(mine.static_shape, theirs.static_shape)):
+            differences.append(Difference("shape", where, seen))
+        else:
+            differences.append(Difference("static_shape", where, f"{seen}: code that reads dy.shape while "
+                                                                 f"building sees less in one of them"))
     if mine.dtype == theirs.dtype:
-        differences += _compare_arrays(where, mine.to_dense(), theirs.to_dense())
+        differences += _compare_arrays(where, mine_dense, theirs_dense)
     return differences
+
+
+def _shape_text(shape: tuple[int | None, ...] | None) -> str:
+    return "<unknown rank>" if shape is None else str(list(shape))
+
+
+def _covering_shape(*upstreams: Upstream) -> tuple[int, ...] | None:
+    """Neither side knows its dense shape (both IndexedSlices without one): scatter both into the smallest
+    shape that holds every index, only to compare them."""
+    sliced = [u for u in upstreams if u.kind == "indexed_slices" and u.value is not None and u.indices is not None]
+    if not sliced:
+        return None
+    rows = max((int(np.max(u.indices)) + 1 if np.size(u.indices) else 0) for u in sliced)
+    return (rows, *sliced[0].value.shape[1:])
 
 
 def _compatible(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> bool:

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from compat.checker import DEFAULT_REFERENCE, CellStatus, Difference, cell_status, compare
 from compat.dtypes import DTYPES, TOLERANCES, cast_spec
-from compat.probe import UserCodeError
+from compat.probe import UserCodeError, describe_exception, user_exception
 from compat.results import VariantResult
 from compat.runner import run_matrix
 from compat.scenarios import Scenario, select_scenarios
@@ -97,35 +97,53 @@ def check(specs: Sequence[GradientSpec], scenarios: Sequence[str] | None = None,
     for step, (spec, dtype) in enumerate((s, d) for s in specs for d in chosen_dtypes):
         if progress:
             progress(step, total, f"{spec.name} {dtype}")
-        typed = cast_spec(spec, dtype)
         try:
-            output_signature(typed)
+            spec_cells, spec_skips = _check_one(spec, dtype, chosen_scenarios, chosen_variants, to_run, reference)
         except UserCodeError as exc:
-            cells += _broken_spec_cells(spec.name, dtype, chosen_variants, reference, exc)
-            continue
-        applicable, spec_skips = _applicable(typed, chosen_scenarios)
+            spec_cells, spec_skips = _broken_spec_cells(spec.name, dtype, chosen_variants, reference, exc.problem), []
+        except BaseException as exc:
+            if not user_exception(exc):
+                raise
+            # Whatever else escapes (user code TensorFlow called back into, a gradcompat bug) sinks this
+            # spec alone, named, and the others still run.
+            problem = f"the check failed: {describe_exception(exc)}"
+            spec_cells, spec_skips = _broken_spec_cells(spec.name, dtype, chosen_variants, reference, problem), []
+        cells += spec_cells
         skipped += spec_skips if dtype == chosen_dtypes[0] else []
-        if not applicable:
-            continue
-        downstreams = [scenario.downstream(typed) for scenario in applicable]
-        results = run_matrix(typed, downstreams, to_run)
-        by_key = {(r.variant, r.downstream): r for r in results}
-        for scenario in applicable:
-            baseline = _baseline(reference, {v: by_key[v, scenario.name] for v in to_run})
-            for variant in chosen_variants:
-                result = by_key[variant, scenario.name]
-                differences = compare(result, by_key[baseline, scenario.name]) if variant != baseline else ()
-                native = is_native(variant)
-                status = cell_status(result, differences)
-                # A native error is always a failure, even where every variant fails alike (then none differs).
-                unexpected = native and (status == "error" or (
-                    variant not in (baseline, reference) and any(d.breaking for d in differences)))
-                cells.append(Cell(spec.name, scenario.name, dtype, variant, native, status,
-                                  differences, result, baseline, unexpected))
     if progress:
         progress(total, total, "done")
     return CheckReport(tuple(cells), tuple(skipped), reference, tuple(s.name for s in specs),
                        tuple(s.name for s in chosen_scenarios), chosen_dtypes, chosen_variants)
+
+
+def _check_one(spec: GradientSpec, dtype: str, scenarios: Sequence[Scenario], variants: Sequence[str],
+               to_run: Sequence[str], reference: str) -> tuple[list[Cell], list[Skip]]:
+    """One spec in one dtype: every applicable scenario in every variant, each compared with the baseline."""
+    typed = cast_spec(spec, dtype)
+    output_signature(typed)
+    applicable, skipped = _applicable(typed, scenarios)
+    if not applicable:
+        return [], skipped
+    downstreams = [scenario.downstream(typed) for scenario in applicable]
+    results = run_matrix(typed, downstreams, to_run)
+    by_key = {(r.variant, r.downstream): r for r in results}
+    cells = []
+    for scenario in applicable:
+        baseline = _baseline(reference, {v: by_key[v, scenario.name] for v in to_run})
+        for variant in variants:
+            result = by_key[variant, scenario.name]
+            differences = compare(result, by_key[baseline, scenario.name]) if variant != baseline else ()
+            if variant == baseline:  # compared with nothing, but its own contract still counts
+                differences = tuple(d for d in compare(result, result) if d.kind == "contract")
+            native = is_native(variant)
+            status = cell_status(result, differences)
+            # A native error is always a failure, even where every variant fails alike (then none differs);
+            # so is a native gradient TensorFlow silently accepted although it breaks the contract.
+            unexpected = native and (status == "error" or any(d.kind == "contract" for d in differences) or (
+                variant not in (baseline, reference) and any(d.breaking for d in differences)))
+            cells.append(Cell(spec.name, scenario.name, dtype, variant, native, status,
+                              differences, result, baseline, unexpected))
+    return cells, skipped
 
 
 def _baseline(reference: str, results: dict[str, VariantResult]) -> str:
@@ -137,13 +155,12 @@ def _baseline(reference: str, results: dict[str, VariantResult]) -> str:
     return fallback[0] if fallback else reference
 
 
-def _broken_spec_cells(spec: str, dtype: str, variants: Sequence[str], reference: str,
-                       error: UserCodeError) -> list[Cell]:
+def _broken_spec_cells(spec: str, dtype: str, variants: Sequence[str], reference: str, problem: str) -> list[Cell]:
     """A spec whose forward cannot even be built: one `error` cell per variant, saying why."""
     cells = []
     for variant in variants:
         mechanism, context = variant.split("@")
-        message = f"spec `{spec}`, variant `{variant}`: {error.problem}"
+        message = f"spec `{spec}`, variant `{variant}`: {problem}"
         result = VariantResult(spec=spec, variant=variant, mechanism=mechanism, context=context, status="error",
                                message=message, downstream="sum")
         difference = Difference("error", "status", message)

@@ -21,6 +21,25 @@ class UserCodeError(Exception):
         self.problem = problem
 
 
+PROBE_COLLECTION = "gradcompat_probe_records"
+"""Graph collection of the record ops made in a graph: a Session fetches them, so a gradient function whose
+returned gradients do not depend on its record (all None) is still counted when it runs."""
+
+
+def user_exception(exc: BaseException) -> bool:
+    """Whether to turn `exc`, raised by user code, into a result: everything but a user's Ctrl-C.
+
+    `SystemExit` from user code included: a `sys.exit(0)` in a gradient must not end the run as a pass.
+    """
+    return not isinstance(exc, (KeyboardInterrupt, GeneratorExit))
+
+
+def describe_exception(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r}) (user code called sys.exit)"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _static_shape(shape: tf.TensorShape) -> tuple[int | None, ...] | None:
     return None if shape.rank is None else tuple(shape.as_list())
 
@@ -39,6 +58,7 @@ class _Site:
         self.kinds: list[str] = []
         self.dtypes: list[str | None] = []
         self.shapes: list[tuple[int | None, ...] | None] = []
+        self.has_dense_shape: list[bool] = []
 
     @classmethod
     def flatten(cls, upstreams: Sequence[Any]) -> tuple[_Site, list[tf.Tensor]]:
@@ -50,10 +70,10 @@ class _Site:
                 site._add("none", None, None)
             elif isinstance(upstream, tf.IndexedSlices):
                 site._add("indexed_slices", upstream.dtype.name, _static_shape(upstream.values.shape))
-                dense_shape = upstream.dense_shape
-                if dense_shape is None:
-                    dense_shape = tf.shape(upstream.values, out_type=upstream.indices.dtype)
-                tensors += [upstream.values, upstream.indices, dense_shape]
+                site.has_dense_shape.append(upstream.dense_shape is not None)
+                tensors += [upstream.values, upstream.indices]
+                if upstream.dense_shape is not None:  # a missing one stays unknown, never guessed
+                    tensors.append(upstream.dense_shape)
             else:
                 tensor = tf.convert_to_tensor(upstream)
                 site._add("dense", tensor.dtype.name, _static_shape(tensor.shape))
@@ -68,15 +88,17 @@ class _Site:
     def records(self, values: Sequence[np.ndarray]) -> tuple[Upstream, ...]:
         flat = iter(values)
         records = []
+        has_dense_shape = iter(self.has_dense_shape)
         for kind, dtype, shape in zip(self.kinds, self.dtypes, self.shapes, strict=True):
             if kind == "none":
                 records.append(Upstream("none"))
             elif kind == "dense":
                 records.append(Upstream("dense", dtype, shape, value=next(flat)))
             else:
-                slice_values, indices, dense_shape = next(flat), next(flat), next(flat)
+                slice_values, indices = next(flat), next(flat)
+                dense_shape = tuple(int(d) for d in next(flat)) if next(has_dense_shape) else None
                 records.append(Upstream("indexed_slices", dtype, shape, value=slice_values, indices=indices,
-                                        dense_shape=tuple(int(d) for d in dense_shape)))
+                                        dense_shape=dense_shape))
         return tuple(records)
 
 
@@ -87,6 +109,9 @@ class Probe:
     upstreams are captured by a `tf.numpy_function` placed at the function's entry, which the returned
     gradients depend on, so the record is made when (and each time) the gradient really runs: eagerly, in a
     Session, in a tf.function, or inside a Defun body. A function that is built but never run records zero.
+
+    What the gradient function returns is handed to TensorFlow as it is, so TensorFlow's own reaction shows
+    per context; a gradient of the wrong dtype or shape is also noted in `violations`.
     """
 
     def __init__(self, spec: GradientSpec, variant: str):
@@ -95,6 +120,7 @@ class Probe:
         self.traces = 0
         self.calls: list[tuple[Upstream, ...]] = []
         self.error: UserCodeError | None = None
+        self.violations: list[str] = []
         self._lock = threading.Lock()
         # tf.numpy_function holds its Python callable weakly; a Defun body graph is discarded after it is
         # built, so the probe keeps the recorders alive for as long as the variant can run.
@@ -119,29 +145,52 @@ class Probe:
         return error
 
     def forward(self, *inputs: Any) -> tuple[Any, ...]:
-        """Run the spec's forward, normalised to a tuple of outputs, naming the spec if it fails."""
+        """Run the spec's forward, normalised to a tuple of tensors, naming the spec if it fails."""
         try:
             outputs = self.spec.forward(*inputs)
-        except Exception as exc:  # noqa: BLE001 - any user failure becomes a named result.
-            raise self.fail(f"forward raised {type(exc).__name__}: {exc}", exc) from exc
+        except BaseException as exc:
+            if not user_exception(exc):
+                raise
+            raise self.fail(f"forward raised {describe_exception(exc)}", exc) from exc
         if isinstance(outputs, (list, tuple)):
             if not outputs:
                 raise self.fail("forward returned no outputs; return a tensor or a tuple of tensors")
-            return tuple(outputs)
-        return (outputs,)
+            return tuple(self._output(index, output) for index, output in enumerate(outputs))
+        return (self._output(None, outputs),)
 
-    def call_gradient(self, inputs: Sequence[Any], outputs: Sequence[Any],
-                      upstreams: Sequence[Any]) -> list[Any]:
-        """Record the upstreams, call the user's gradient, check its answer, and return it."""
+    def _output(self, index: int | None, output: Any) -> Any:
+        which = "forward returned" if index is None else f"forward output {index} is"
+        if output is None or isinstance(output, (dict, str, bytes)):
+            raise self.fail(f"{which} {type(output).__name__}; return a tensor or a tuple of tensors")
+        if isinstance(output, (tf.Tensor, tf.Variable)):
+            return output
+        try:
+            return tf.convert_to_tensor(output)
+        except Exception as exc:  # noqa: BLE001 - anything not tensor-like is the user's to fix.
+            raise self.fail(f"{which} {type(output).__name__}, not a tensor; return a tensor or a tuple of "
+                            f"tensors", exc) from exc
+
+    def call_gradient(self, inputs: Sequence[Any], outputs: Sequence[Any], upstreams: Sequence[Any],
+                      none_as_zeros: bool = False) -> list[Any]:
+        """Record the upstreams, call the user's gradient, check its answer, and return it.
+
+        `none_as_zeros`: return zeros for a None gradient, as a mechanism that cannot return None (a Defun
+        `grad_func`) makes its users write; the zeros run after the record, so the call is still counted.
+        """
         self.traces += 1
         site, tensors = _Site.flatten(upstreams)
         recorded = self._record(site, tensors)
         try:
             grads = self.spec.gradient(tuple(inputs), tuple(outputs), tuple(upstreams))
-        except Exception as exc:  # noqa: BLE001
-            raise self.fail(f"gradient raised {type(exc).__name__}: {exc}", exc) from exc
+        except BaseException as exc:
+            if not user_exception(exc):
+                raise
+            raise self.fail(f"gradient raised {describe_exception(exc)}", exc) from exc
         grads = self._check(inputs, grads)
         with tf.control_dependencies([recorded]):
+            if none_as_zeros:
+                return [tf.zeros_like(x) if g is None else tf.convert_to_tensor(g)
+                        for x, g in zip(inputs, grads, strict=True)]
             return [_after(grad) for grad in grads]
 
     def _record(self, site: _Site, tensors: list[tf.Tensor]) -> tf.Tensor:
@@ -151,9 +200,14 @@ class Probe:
                 return np.int64(len(self.calls))
 
         self._recorders.append(record)
-        return tf.numpy_function(record, tensors, tf.int64, stateful=True, name="gradcompat_probe")
+        recorded = tf.numpy_function(record, tensors, tf.int64, stateful=True, name="gradcompat_probe")
+        if not tf.executing_eagerly():
+            tf.compat.v1.add_to_collection(PROBE_COLLECTION, recorded)
+        return recorded
 
     def _check(self, inputs: Sequence[Any], grads: Any) -> list[Any]:
+        """The gradients as a list, one per input; a wrong count or a non-tensor fails, a wrong dtype or
+        shape is noted in `violations` and handed to TensorFlow unchanged."""
         if grads is None or isinstance(grads, (tf.Tensor, tf.IndexedSlices, np.ndarray)):
             grads = [grads]
         try:
@@ -177,13 +231,17 @@ class Probe:
                     raise self.fail(f"gradient[{index}] is a {type(grad).__name__}, not a tensor", exc) from exc
             expected = tf.as_dtype(value.dtype)
             if grad.dtype.base_dtype != expected.base_dtype:
-                raise self.fail(f"gradient[{index}] has dtype {grad.dtype.name} but input {index} has dtype "
-                                f"{expected.name}; cast it with tf.cast(grad, x.dtype)")
+                self._violate(f"gradient[{index}] has dtype {grad.dtype.name} but input {index} has dtype "
+                              f"{expected.name}; cast it with tf.cast(grad, x.dtype)")
             if not isinstance(grad, tf.IndexedSlices) and not grad.shape.is_compatible_with(value.shape):
-                raise self.fail(f"gradient[{index}] has shape {grad.shape} but input {index} has shape "
-                                f"{value.shape}; a gradient must have its input's shape")
+                self._violate(f"gradient[{index}] has shape {grad.shape} but input {index} has shape "
+                              f"{value.shape}; a gradient must have its input's shape")
             checked.append(grad)
         return checked
+
+    def _violate(self, problem: str) -> None:
+        if problem not in self.violations:
+            self.violations.append(problem)
 
 
 def _after(grad: Any) -> Any:

@@ -28,15 +28,29 @@ class Upstream:
     indices: np.ndarray | None = None
     dense_shape: tuple[int, ...] | None = None
 
-    def to_dense(self) -> np.ndarray | None:
-        """The value as a dense array (IndexedSlices scattered and summed), or None for a None upstream."""
+    def to_dense(self, shape: tuple[int, ...] | None = None) -> np.ndarray | None:
+        """The value as a dense array (IndexedSlices scattered and summed), or None for a None upstream.
+
+        IndexedSlices without a `dense_shape` (TensorFlow may leave it unknown) are scattered into `shape`;
+        without either, ValueError: the dense shape is never guessed. IndexError when an index is outside it.
+        """
         if self.kind == "none" or self.value is None:
             return None
         if self.kind == "dense":
             return self.value
-        dense = np.zeros(self.dense_shape, dtype=self.value.dtype)
+        shape = self.dense_shape if self.dense_shape is not None else shape
+        if shape is None:
+            raise ValueError("IndexedSlices without a dense_shape: pass the shape to scatter into")
+        dense = np.zeros(shape, dtype=self.value.dtype)
         np.add.at(dense, self.indices, self.value)
         return dense
+
+    @property
+    def known_shape(self) -> tuple[int, ...] | None:
+        """The dense shape of the value, if TensorFlow gave it (always for a dense upstream)."""
+        if self.kind == "dense" and self.value is not None:
+            return tuple(self.value.shape)
+        return self.dense_shape
 
     def describe(self) -> str:
         if self.kind == "none":
@@ -44,7 +58,8 @@ class Upstream:
         shape = "<unknown rank>" if self.static_shape is None else list(self.static_shape)
         if self.kind == "dense":
             return f"Tensor {self.dtype}{shape}"
-        return f"IndexedSlices {self.dtype} values{shape} dense_shape={list(self.dense_shape or ())}"
+        dense_shape = "<unknown>" if self.dense_shape is None else list(self.dense_shape)
+        return f"IndexedSlices {self.dtype} values{shape} dense_shape={dense_shape}"
 
     def __str__(self) -> str:
         if self.value is None:
@@ -65,6 +80,10 @@ class VariantResult:
       calls: how many times the gradient function ran (0: TensorFlow bypassed it).
       traces: how many times its Python body was entered to build it (graph contexts build once, run later).
       input_grads: the gradients TensorFlow computed for each input (dense numpy, or None), whoever made them.
+      input_grad_kinds: the form TensorFlow returned each input gradient in: `none`, `dense` or
+        `indexed_slices` (its values are in `input_grads`, scattered to the input's shape).
+      violations: how the gradient function broke its contract (a gradient of the wrong dtype or shape),
+        handed to TensorFlow as returned; `status` says what TensorFlow made of it in this context.
     """
 
     spec: str
@@ -78,6 +97,8 @@ class VariantResult:
     traces: int = 0
     message: str = ""
     downstream: str = "sum"
+    input_grad_kinds: tuple[str, ...] = ()
+    violations: tuple[str, ...] = ()
 
     @property
     def upstream(self) -> tuple[Upstream, ...] | None:
@@ -92,7 +113,10 @@ class VariantResult:
         for call_index, call in enumerate(self.upstreams):
             for output_index, upstream in enumerate(call):
                 lines.append(f"  call {call_index} upstream[{output_index}]: {upstream}")
+        for problem in self.violations:
+            lines.append(f"  contract: {problem}")
         for index, grad in enumerate(self.input_grads):
             shown = "None" if grad is None else np.array2string(grad, threshold=8, precision=4)
-            lines.append(f"  input_grad[{index}]: {shown}")
+            form = " (IndexedSlices)" if self.input_grad_kinds[index:index + 1] == ("indexed_slices",) else ""
+            lines.append(f"  input_grad[{index}]{form}: {shown}")
         return "\n".join(lines)

@@ -24,6 +24,11 @@ _REFUSALS = (tf.errors.NotFoundError, tf.errors.UnimplementedError)
 inside a tf.function) rather than user code failing: reported as `unsupported`, like build-time refusals."""
 
 
+_REJECTIONS = (ValueError, TypeError, tf.errors.InvalidArgumentError, tf.errors.InternalError)
+"""How TensorFlow rejects a gradient of the wrong shape or dtype (`Incompatible shapes between op input and
+calculated input gradient`, `does not match declared output type`), as opposed to refusing a combination."""
+
+
 def run(spec: GradientSpec, loss: Downstream | Callable[..., Any] | None = None,
         variants: Sequence[str] | str | None = None) -> list[VariantResult]:
     """Run `spec` in each variant under one downstream and return one result per variant.
@@ -85,36 +90,49 @@ def _builder(probe: Probe) -> Callable[[], Any]:
 
 
 def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> VariantResult:
-    """Classify one outcome: user-code problems are `error`, TensorFlow refusing to build is `unsupported`."""
+    """Classify one outcome: user-code problems are `error`, TensorFlow refusing to build is `unsupported`.
+
+    A gradient of the wrong dtype or shape is handed to TensorFlow as returned: where TensorFlow raises,
+    the cell is `error` with TensorFlow's message; where it accepts it, `ok`, with the violation kept.
+    """
     mechanism, context = probe.variant.split("@")
-    common = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
+    common: dict[str, Any] = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
                   upstreams=tuple(probe.calls), calls=len(probe.calls), traces=probe.traces,
-                  downstream=downstream.name)
+                  downstream=downstream.name, violations=tuple(probe.violations))
     if probe.error is not None:
         return VariantResult(status="error", message=str(probe.error), **common)
     if outcome.error is not None:
         reason = _tensorflow_message(outcome.error)
+        broken = f"; the gradient function broke its contract: {'; '.join(probe.violations)}" if probe.violations else ""
+        if broken and isinstance(outcome.error, _REJECTIONS):
+            message = f"{probe.where}: TensorFlow rejected the gradient ({reason}){broken}"
+            return VariantResult(status="error", message=message, **common)
         if outcome.phase == "build" or isinstance(outcome.error, _REFUSALS):
-            message = f"{probe.where}: TensorFlow cannot run this combination: {reason}"
-            return VariantResult(status="unsupported", message=message, **common)
-        return VariantResult(status="error", message=f"{probe.where}: failed at run time: {reason}", **common)
+            message = f"{probe.where}: TensorFlow cannot run this combination: {reason}{broken}"
+            return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
+        return VariantResult(status="error", message=f"{probe.where}: failed at run time: {reason}{broken}", **common)
+    if not probe.calls:
+        common["violations"] = ()  # built, never run: nothing TensorFlow did depended on it
     grads = outcome.input_grads or ()
-    problem = _shape_problem(probe.spec, grads)
-    if problem:
-        return VariantResult(status="error", input_grads=grads, message=f"{probe.where}: {problem}", **common)
+    forms = dict(input_grads=grads, input_grad_kinds=outcome.input_grad_kinds or ())
+    if probe.calls:  # shapes hidden while building (a Defun body) show only in what TensorFlow returned
+        common["violations"] += _shape_problems(probe.spec, grads)
     if not probe.calls:
         message = (f"{probe.where}: TensorFlow never ran the gradient function (built {probe.traces} time"
                    f"{'s' * (probe.traces != 1)}); input_grads are what TensorFlow computed instead")
-        return VariantResult(status="not_called", input_grads=grads, message=message, **common)
-    return VariantResult(status="ok", input_grads=grads, **common)
+        return VariantResult(status="not_called", message=message, **forms, **common)
+    message = ""
+    if common["violations"]:
+        message = (f"{probe.where}: TensorFlow accepted a gradient that breaks the contract: "
+                   f"{'; '.join(common['violations'])}")
+    return VariantResult(status="ok", message=message, **forms, **common)
 
 
-def _shape_problem(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> str:
-    for index, (grad, value) in enumerate(zip(grads, spec.sources, strict=False)):
-        if grad is not None and np.shape(grad) != value.shape:
-            return (f"the gradient for input {index} has shape {list(np.shape(grad))} but the input has shape "
-                    f"{list(value.shape)}; a gradient must have its input's shape")
-    return ""
+def _shape_problems(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> tuple[str, ...]:
+    return tuple(f"TensorFlow returned a gradient of shape {list(np.shape(grad))} for input {index} of shape "
+                 f"{list(value.shape)}; a gradient must have its input's shape"
+                 for index, (grad, value) in enumerate(zip(grads, spec.sources, strict=False))
+                 if grad is not None and np.shape(grad) != value.shape)
 
 
 def _tensorflow_message(error: BaseException) -> str:

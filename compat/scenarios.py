@@ -106,6 +106,15 @@ def _dynamic_batch(signature: OutputSignature) -> Downstream:
     return Downstream("", lambda y, *rest: tf.reduce_sum(y * _cast(weights, y)), dynamic_batch=True)
 
 
+def _gatherable(signature: OutputSignature) -> str | None:
+    shape = _shape(signature)
+    if not shape:
+        return "the first output has rank 0: nothing to gather"
+    if shape[0] == 0:
+        return f"the first output is empty (shape {list(shape)}): there is no row to gather"
+    return None
+
+
 def _multi_output(signature: OutputSignature) -> str | None:
     return None if signature.num_outputs > 1 else "the spec has one output; nothing is left unused"
 
@@ -122,10 +131,8 @@ _SCENARIOS = (
              _needs_rank(1, "nothing to broadcast over")),
     Scenario("reduce_axis", "reduce_sum(reduce_sum(y, axis=0) * c): upstream constant along axis 0",
              _reduce_axis, _needs_rank(1, "no axis to reduce")),
-    Scenario("gather", "reduce_sum(gather(y, [0, last, 0])): an IndexedSlices upstream", _gather,
-             _needs_rank(1, "nothing to gather")),
-    Scenario("gather_twice", "two gathers of y added: IndexedSlices aggregated", _gather_twice,
-             _needs_rank(1, "nothing to gather")),
+    Scenario("gather", "reduce_sum(gather(y, [0, last, 0])): an IndexedSlices upstream", _gather, _gatherable),
+    Scenario("gather_twice", "two gathers of y added: IndexedSlices aggregated", _gather_twice, _gatherable),
     Scenario("reuse", "y used twice (2*sum(y) + sum(y*w)): upstreams aggregated before the call", _reuse),
     Scenario("unused_output", "only the first of several outputs is used", _loss(lambda y, *rest: tf.reduce_sum(y)),
              _multi_output),

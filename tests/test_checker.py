@@ -65,7 +65,9 @@ def test_dtype_shape_status_and_calls_differences():
     assert kinds(compare(result(upstream=dense([1.0], shape=(1,)), grads=()),
                          result(upstream=dense([1.0], shape=(2,)), grads=()))) == [("shape", "upstream[0]")]
     unknown = Upstream("dense", "float32", None, value=np.ones(1, np.float32))
-    assert compare(result(upstream=unknown, grads=()), result(upstream=dense([1.0]), grads=())) == ()
+    (static,) = compare(result(upstream=unknown, grads=()), result(upstream=dense([1.0]), grads=()))
+    assert (static.kind, static.where, static.breaking) == ("static_shape", "upstream[0]", False)
+    assert "<unknown rank> here, [1] in the reference" in static.detail
     not_called = result(status="not_called", upstream=None, grads=(np.zeros(3, np.float32),), message="bypassed")
     differences = compare(not_called, result(upstream=dense([1.0])))
     assert kinds(differences) == [("not_called", "status"), ("values", "input_grad[0]")]
@@ -83,3 +85,57 @@ def test_input_grad_none_vs_values():
 
 def test_difference_as_dict():
     assert Difference("values", "upstream[0]", "x").as_dict() == {"kind": "values", "detail": "upstream[0]: x"}
+
+
+def test_every_call_is_compared_not_only_the_first():
+    same_first = VariantResult(spec="s", variant="v@c", mechanism="v", context="c", status="ok", calls=2,
+                               upstreams=((dense([1.0]),), (dense([5.0]),)), input_grads=(np.ones(3, np.float32),))
+    reference = VariantResult(spec="s", variant="r@c", mechanism="r", context="c", status="ok", calls=2,
+                              upstreams=((dense([1.0]),), (dense([1.0]),)), input_grads=(np.ones(3, np.float32),))
+    assert kinds(compare(same_first, reference)) == [("values", "call[1] upstream[0]")]
+
+
+def test_a_different_number_of_calls_or_upstreams_is_a_difference():
+    twice = result(upstream=dense([1.0]), calls=2)
+    assert ("calls", "calls") in kinds(compare(twice, result(upstream=dense([1.0]))))
+    two_outputs = VariantResult(spec="s", variant="v@c", mechanism="v", context="c", status="ok", calls=1,
+                                upstreams=((dense([1.0]), dense([2.0])),), input_grads=(np.ones(3, np.float32),))
+    assert ("count", "upstreams") in kinds(compare(two_outputs, result(upstream=dense([1.0]))))
+    fewer_grads = result(upstream=dense([1.0]), grads=(np.ones(3, np.float32), np.ones(3, np.float32)))
+    assert ("count", "input_grads") in kinds(compare(fewer_grads, result(upstream=dense([1.0]))))
+
+
+def test_indexed_slices_without_dense_shape_compare_without_inventing_one():
+    unknown = Upstream("indexed_slices", "float32", (2,), value=np.array([1.0, 2.0], np.float32),
+                       indices=np.array([3, 1]), dense_shape=None)
+    known = Upstream("indexed_slices", "float32", (2,), value=np.array([2.0, 1.0], np.float32),
+                     indices=np.array([1, 3]), dense_shape=(5,))
+    assert compare(result(upstream=unknown), result(upstream=known)) == ()
+    # Scattered into the other side's dense shape; indices outside it are a shape difference, not a crash.
+    as_dense = result(upstream=dense([0.0, 2.0, 0.0, 1.0, 0.0]))
+    assert kinds(compare(result(upstream=unknown), as_dense)) == [("sparse_vs_dense", "upstream[0]")]
+    too_small = result(upstream=dense([0.0, 2.0]))
+    assert kinds(compare(result(upstream=unknown), too_small)) == [("shape", "upstream[0]")]
+    both_unknown = Upstream("indexed_slices", "float32", (2,), value=np.array([2.0, 1.0], np.float32),
+                            indices=np.array([1, 3]), dense_shape=None)
+    assert compare(result(upstream=unknown), result(upstream=both_unknown)) == ()
+
+
+def test_input_gradient_forms_are_compared_apart_from_values():
+    sparse = VariantResult(spec="s", variant="v@c", mechanism="v", context="c", status="ok", calls=1,
+                           upstreams=((dense([1.0]),),), input_grads=(np.ones(3, np.float32),),
+                           input_grad_kinds=("indexed_slices",))
+    dense_ref = VariantResult(spec="s", variant="r@c", mechanism="r", context="c", status="ok", calls=1,
+                              upstreams=((dense([1.0]),),), input_grads=(np.ones(3, np.float32),),
+                              input_grad_kinds=("dense",))
+    (difference,) = compare(sparse, dense_ref)
+    assert (difference.kind, difference.where, difference.breaking) == ("sparse_vs_dense", "input_grad[0]", False)
+
+
+def test_a_contract_violation_is_its_own_breaking_difference():
+    accepted = VariantResult(spec="s", variant="v@c", mechanism="v", context="c", status="ok", calls=1,
+                             upstreams=((dense([1.0]),),), input_grads=(np.ones(3, np.float32),),
+                             violations=("gradient[0] has shape () but input 0 has shape (3,)",))
+    (difference,) = compare(accepted, result(upstream=dense([1.0])))
+    assert (difference.kind, difference.where, difference.breaking) == ("contract", "gradient", True)
+    assert "TensorFlow accepted a gradient that breaks the contract" in difference.detail

@@ -1,5 +1,7 @@
 """compat.run on the seed's op: what each variant's gradient function receives, from real TensorFlow."""
 
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -82,12 +84,18 @@ BROKEN = {
               "gradient returned 1 value for 2 inputs"),
     "raises": (_spec("boom", lambda x: x * 2.0, lambda i, o, u: [u[0] / 0 if False else 1 / 0]),
                "gradient raised ZeroDivisionError: division by zero"),
-    "shape": (_spec("reduce", lambda x: x * 2.0, lambda i, o, u: [tf.reduce_sum(u[0])]),
-              "shape"),
-    "dtype": (_spec("cast", lambda x: x * 2.0, lambda i, o, u: [tf.cast(u[0], tf.float64)]),
-              "gradient[0] has dtype float64 but input 0 has dtype float32"),
+    "exits": (_spec("bye", lambda x: x * 2.0, lambda i, o, u: sys.exit(0)),
+              "gradient raised SystemExit(0) (user code called sys.exit)"),
     "forward": (_spec("fwd", lambda x: x.no_such_method(), lambda i, o, u: [u[0]]),
                 "forward raised AttributeError"),
+    "forward_exits": (_spec("fwd_exit", lambda x: sys.exit(3), lambda i, o, u: [u[0]]),
+                      "forward raised SystemExit(3)"),
+    "forward_none": (_spec("fwd_none", lambda x: None, lambda i, o, u: [u[0]]),
+                     "forward returned NoneType; return a tensor or a tuple of tensors"),
+    "forward_dict": (_spec("fwd_dict", lambda x: {"y": x}, lambda i, o, u: [u[0]]),
+                     "forward returned dict"),
+    "forward_object": (_spec("fwd_obj", lambda x: (x, object()), lambda i, o, u: [u[0]]),
+                       "forward output 1 is object, not a tensor"),
 }
 
 
@@ -100,11 +108,90 @@ def test_broken_user_code_gives_named_errors_in_native_variants(kind):
         assert expected in result.message, result.message
 
 
-def test_wrong_shape_caught_after_the_run_when_the_defun_hides_shapes():
-    spec, _ = BROKEN["shape"]
-    (result,) = compat.run(spec, variants="defun_grad_func@v1_session")
-    assert result.status == "error"
-    assert "the gradient for input 0 has shape [] but the input has shape [3]" in result.message
+CONTRACT = {
+    "shape": _spec("reduce", lambda x: x * 2.0, lambda i, o, u: [tf.reduce_sum(u[0])]),
+    "dtype": _spec("cast", lambda x: x * 2.0, lambda i, o, u: [tf.cast(u[0], tf.float64)]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CONTRACT))
+def test_a_gradient_breaking_its_contract_gets_what_tensorflow_did_per_variant(kind):
+    """gradcompat hands the wrong gradient to TensorFlow: each variant shows TensorFlow's own reaction
+    (an error naming TensorFlow's message, or silent acceptance), with the violation kept in both."""
+    for result in compat.run(CONTRACT[kind]):
+        if result.status == "error":
+            assert "TensorFlow rejected the gradient" in result.message, result
+            assert "broke its contract" in result.message and result.violations, result
+        elif result.status == "ok":
+            assert result.violations and kind in " ".join(result.violations), result
+            assert "TensorFlow accepted a gradient that breaks the contract" in result.message, result
+        else:
+            assert result.status in ("not_called", "unsupported") and not result.violations, result
+
+
+def test_tf2_tapes_silently_accept_a_wrong_shape_that_v1_rejects():
+    """The migration pitfall behind the contract difference, measured: v1 raises, eager trains on it."""
+    results = {r.variant: r for r in compat.run(CONTRACT["shape"], variants=["custom_gradient@*"])}
+    assert results["custom_gradient@v1_session"].status == "error"
+    assert "Incompatible shapes" in results["custom_gradient@v1_session"].message
+    eager = results["custom_gradient@eager_tape"]
+    assert eager.status == "ok" and eager.input_grads[0].shape == ()
+
+
+def test_wrong_shape_seen_after_the_run_when_the_defun_hides_shapes():
+    (result,) = compat.run(CONTRACT["shape"], variants="defun_grad_func@v1_session")
+    assert result.status == "ok"
+    assert "TensorFlow returned a gradient of shape [] for input 0 of shape [3]" in " ".join(result.violations)
+
+
+@pytest.mark.parametrize("variant", ["defun_grad_func@v1_session", "defun_python_grad_func@v1_session",
+                                     "override_map@v1_session", "custom_gradient@v1_session",
+                                     "custom_gradient@v1_tape", "custom_gradient@function_gradients"])
+def test_a_gradient_returning_only_none_is_still_called(variant):
+    ran = []
+
+    def gradient(inputs, outputs, upstreams):
+        ran.append(True)
+        return [None]
+
+    (result,) = compat.run(_spec("nothing_back", lambda x: x * 2.0, gradient), variants=variant)
+    assert ran and result.status == "ok" and result.calls == 1, result
+    np.testing.assert_array_equal(result.upstream[0].value, [1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("name", ["_private_op", "градиент", "<op>", "a.b/c d"])
+def test_any_spec_name_runs_in_every_native_variant(name):
+    spec = _spec(name, lambda x: x * 2.0, lambda i, o, u: [3.0 * u[0]])
+    for result in compat.run(spec, variants=list(compat.NATIVE_VARIANTS)):
+        assert result.status == "ok", result
+        np.testing.assert_array_equal(result.input_grads[0], [3.0, 3.0, 3.0])
+
+
+def test_input_gradients_keep_the_form_tensorflow_returned():
+    spec = _spec("sparse_grad", lambda x: x * 2.0,
+                 lambda i, o, u: [tf.IndexedSlices(tf.gather(u[0], [0, 2]), tf.constant([0, 2]), tf.constant([3]))])
+    results = {r.variant: r for r in compat.run(spec, variants=["custom_gradient@eager_tape",
+                                                                "defun_grad_func@v1_session"])}
+    eager = results["custom_gradient@eager_tape"]
+    assert eager.input_grad_kinds == ("indexed_slices",)
+    np.testing.assert_array_equal(eager.input_grads[0], [1.0, 0.0, 1.0])
+    assert results["defun_grad_func@v1_session"].input_grad_kinds == ("dense",)
+
+
+def test_an_indexed_slices_upstream_without_dense_shape_is_recorded_as_unknown():
+    @tf.custom_gradient
+    def sliced_sum(y):
+        def grad(dy):
+            return tf.IndexedSlices(tf.gather(dy * tf.ones_like(y), [1, 2]), tf.constant([1, 2]))
+        return tf.reduce_sum(y), grad
+
+    spec = _spec("slices", lambda x: x * 2.0, lambda i, o, u: [u[0]])
+    (result,) = compat.run(spec, loss=sliced_sum, variants="custom_gradient@eager_tape")
+    (upstream,) = result.upstream
+    assert upstream.kind == "indexed_slices" and upstream.dense_shape is None
+    np.testing.assert_array_equal(upstream.indices, [1, 2])
+    with pytest.raises(ValueError, match="never guessed|without a dense_shape"):
+        upstream.to_dense()
 
 
 def test_run_accepts_a_downstream_and_variant_globs(seed_spec):

@@ -35,14 +35,43 @@ class Case:
     before_run: Callable[[], None] = lambda: None
     variables: tuple[np.ndarray, ...] = ()
 
+    @property
+    def sources(self) -> tuple[np.ndarray, ...]:
+        """What gradients are taken with respect to: the inputs, then the variables' initial values."""
+        return (*self.inputs, *self.variables)
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Outcome:
-    """Input gradients (dense numpy or None each), or the exception and the phase it was raised in."""
+    """Input gradients (dense numpy or None each, with the form TensorFlow returned each in), or the
+    exception and the phase it was raised in."""
 
     input_grads: tuple[np.ndarray | None, ...] | None = None
     error: BaseException | None = None
     phase: Phase | None = None
+    input_grad_kinds: tuple[str, ...] | None = None
+
+
+def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcome:
+    """An Outcome from computed gradients (eager tensors, Session values, IndexedSlices or None): each as
+    a dense numpy array, with its form (`none`, `dense`, `indexed_slices`) kept apart."""
+    arrays: list[np.ndarray | None] = []
+    kinds: list[str] = []
+    for grad, source in zip(grads, sources, strict=True):
+        if grad is None:
+            arrays.append(None)
+            kinds.append("none")
+        elif hasattr(grad, "indices"):  # tf.IndexedSlices or a Session's IndexedSlicesValue
+            values, indices = np.asarray(grad.values), np.asarray(grad.indices)
+            shape = source.shape if grad.dense_shape is None else tuple(int(d) for d in np.asarray(grad.dense_shape))
+            dense = np.zeros(shape, dtype=values.dtype)
+            np.add.at(dense, indices, values)
+            arrays.append(dense)
+            kinds.append("indexed_slices")
+        else:
+            arrays.append(np.asarray(grad.numpy() if hasattr(grad, "numpy") else grad))
+            kinds.append("dense")
+    return Outcome(input_grads=tuple(arrays), input_grad_kinds=tuple(kinds))
 
 
 class Context(abc.ABC):
@@ -102,10 +131,10 @@ def symbolic_gradients(case: Case, inputs: Sequence[Any], gradients: Callable[..
     target, grad_ys = _target_and_grad_ys(case, inputs)
     grads = gradients(target, list(inputs), grad_ys=grad_ys)
     if case.downstream.order == 1:
-        return Gradients([densify(g) for g in grads])
+        return Gradients(list(grads))
     total = _second_order_target(grads)
     second = [None] * len(inputs) if total is None else gradients(total, list(inputs))
-    return Gradients([densify(g) for g in second], anchors=[densify(g) for g in grads if g is not None])
+    return Gradients(list(second), anchors=[densify(g) for g in grads if g is not None])
 
 
 def tape_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
@@ -121,7 +150,7 @@ def tape_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
             target, grad_ys = _target_and_grad_ys(case, inputs)
         grads = tape.gradient(target, list(inputs), output_gradients=grad_ys)
         if not second_order:
-            return Gradients([densify(g) for g in grads])
+            return Gradients(list(grads))
         total = _second_order_target(grads)
     second = [None] * len(inputs) if total is None else outer_tape.gradient(total, list(inputs))
-    return Gradients([densify(g) for g in second], anchors=[densify(g) for g in grads if g is not None])
+    return Gradients(list(second), anchors=[densify(g) for g in grads if g is not None])

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from compat.contexts.base import Case, Context, Outcome, tape_gradients
+from compat.contexts.base import Case, Context, Outcome, grads_outcome, tape_gradients
 
 
 class EagerTape(Context):
@@ -25,7 +25,7 @@ class EagerTape(Context):
             grads = tape_gradients(case, sources).grads
         except Exception as exc:  # noqa: BLE001 - eager builds and runs at once; the error's type tells which.
             return Outcome(error=exc, phase="build" if _is_unsupported(exc) else "run")
-        return Outcome(input_grads=tuple(None if g is None else g.numpy() for g in grads))
+        return grads_outcome(grads, case.sources)
 
 
 def _is_unsupported(exc: BaseException) -> bool:

@@ -7,7 +7,16 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat.contexts.base import Case, Context, Gradients, Outcome, input_shape, symbolic_gradients, tape_gradients
+from compat.contexts.base import (
+    Case,
+    Context,
+    Gradients,
+    Outcome,
+    grads_outcome,
+    input_shape,
+    symbolic_gradients,
+    tape_gradients,
+)
 
 
 class FunctionContext(Context):
@@ -66,7 +75,7 @@ class FunctionContext(Context):
             return outcomes, []
         for index in built:
             grads = values[str(index)]
-            outcomes[index] = Outcome(input_grads=tuple(None if g is None else g.numpy() for g in grads))
+            outcomes[index] = grads_outcome(grads, cases[index].sources)
         return outcomes, []
 
 

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import tensorflow as tf
 
-from compat.contexts.base import Case, Context, Gradients, Outcome, input_shape, symbolic_gradients, tape_gradients
+from compat.contexts.base import (
+    Case,
+    Context,
+    Gradients,
+    Outcome,
+    grads_outcome,
+    input_shape,
+    symbolic_gradients,
+    tape_gradients,
+)
+from compat.probe import PROBE_COLLECTION
 
 GradientsFn = Callable[[Case, Sequence[Any]], Gradients]
 
@@ -41,7 +52,11 @@ class GraphSessionContext(Context):
         placeholders = [tf.compat.v1.placeholder(value.dtype, input_shape(value, case.downstream))
                         for value in case.inputs]
         variables = [tf.Variable(value) for value in case.variables]
+        records_before = len(tf.compat.v1.get_collection(PROBE_COLLECTION))
         grads = type(self).gradients(case, [*placeholders, *variables])
+        # Fetch the case's probe records too: a gradient function that returned only None still ran.
+        records = tf.compat.v1.get_collection(PROBE_COLLECTION)[records_before:]
+        grads = dataclasses.replace(grads, anchors=[*grads.anchors, *records])
         return grads, dict(zip(placeholders, case.inputs, strict=True))
 
 
@@ -66,13 +81,15 @@ def _run_together(session: tf.compat.v1.Session, cases: Sequence[Case],
         values = session.run({index: _fetchable(grads) for index, (grads, _) in built.items()}, feed_dict=feed)
     except Exception:  # noqa: BLE001 - retried case by case to attribute the failure.
         return None
-    return {index: Outcome(input_grads=_unflatten(grads, values[index])) for index, (grads, _) in built.items()}
+    return {index: grads_outcome(_unflatten(grads, values[index]), cases[index].sources)
+            for index, (grads, _) in built.items()}
 
 
 def _run_alone(session: tf.compat.v1.Session, case: Case, grads: Gradients, feed: dict[Any, Any]) -> Outcome:
     case.before_run()
     try:
-        return Outcome(input_grads=_unflatten(grads, session.run(_fetchable(grads), feed_dict=feed)))
+        values = _unflatten(grads, session.run(_fetchable(grads), feed_dict=feed))
+        return grads_outcome(values, case.sources)
     except Exception as exc:  # noqa: BLE001
         return Outcome(error=exc, phase="run")
 

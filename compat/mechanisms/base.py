@@ -27,8 +27,10 @@ def unique_name(prefix: str) -> str:
     TensorFlow's gradient registry is global: registering a name twice raises `KeyError: Registering two
     gradient with name ...`, so every build (a notebook re-run included) gets a fresh name.
     """
-    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", prefix)
-    return f"{cleaned}_{next(_unique)}"
+    # Node and function names must start with a letter or digit and hold only ASCII word characters; a spec
+    # may be named anything (`_private`, `градиент`, `<op>`), so non-ASCII and odd characters are dropped.
+    cleaned = re.sub(r"[^A-Za-z0-9]+", "_", prefix).strip("_")[:48] or "spec"
+    return f"gc_{cleaned}_{next(_unique)}"
 
 
 def registered_probe(probe: Probe) -> Callable[[], Probe]:

@@ -40,8 +40,6 @@ class DefunGradFunc(Mechanism):
         def grad_func(*args):
             inputs, upstreams = args[:num_inputs], args[num_inputs:]
             outputs = probe.forward(*inputs)
-            grads = probe.call_gradient(inputs, outputs, upstreams)
-            return [tf.zeros_like(x) if g is None else tf.convert_to_tensor(g)
-                    for x, g in zip(inputs, grads, strict=True)]
+            return probe.call_gradient(inputs, outputs, upstreams, none_as_zeros=True)
 
         return defun_op(probe, base, grad_func=grad_func)

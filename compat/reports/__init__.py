@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from compat.reports import html, json_report, markdown, table
 
 if TYPE_CHECKING:
     from compat.matrix import CheckReport
 
-Renderer = Callable[["CheckReport"], str]
+class Renderer(Protocol):
+    """`render(report, max_array_elements)`: the whole report as text; arrays with more elements than
+    `max_array_elements` (0: no limit) are summarised where a format embeds arrays (JSON, HTML)."""
+
+    def __call__(self, report: CheckReport, max_array_elements: int = ...) -> str: ...
 
 RENDERERS: Mapping[str, Renderer] = MappingProxyType({
     "table": table.render,
@@ -22,8 +26,10 @@ RENDERERS: Mapping[str, Renderer] = MappingProxyType({
 """Format name -> function rendering a whole CheckReport as text (the CLI's `--format` choices)."""
 
 
-def render(report: CheckReport, fmt: str = "table") -> str:
-    """Render `report` in format `fmt`, one of `RENDERERS`.
+def render(report: CheckReport, fmt: str = "table",
+           max_array_elements: int = json_report.DEFAULT_MAX_ARRAY_ELEMENTS) -> str:
+    """Render `report` in format `fmt`, one of `RENDERERS`; JSON and HTML embed arrays of at most
+    `max_array_elements` elements (0: every array) and summarise larger ones.
 
     Raises:
       ValueError: `fmt` is not a registered format; the message lists the valid ones.
@@ -32,7 +38,7 @@ def render(report: CheckReport, fmt: str = "table") -> str:
         renderer = RENDERERS[fmt]
     except KeyError:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(RENDERERS)}") from None
-    return renderer(report)
+    return renderer(report, max_array_elements=max_array_elements)
 
 
 __all__ = ["RENDERERS", "Renderer", "render"]

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from compat.reports.json_report import cell_dict, native_variants, status_counts, verdict
+from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, cell_dict, native_variants, status_counts, verdict
 from compat.reports.table import (
     REPRESENTATION_SYMBOL,
     REPRESENTATION_WORDS,
@@ -103,6 +103,8 @@ function num(v) { return typeof v === 'number' ? String(+v.toPrecision(6)) : Str
 function fmt(v, indent) {
   indent = indent || '';
   if (v === null) return 'None';
+  if (v.summary) return v.dtype + shape(v.shape) + ' (not embedded: ' + v.size + ' elements) min ' + num(v.min) +
+    ' max ' + num(v.max) + ' mean ' + num(v.mean) + ' first ' + fmt(v.first) + ' sha256 ' + v.sha256.slice(0, 16);
   if (!Array.isArray(v)) return num(v);
   if (!v.some(Array.isArray)) return '[' + v.map(num).join(', ') + ']';
   return '[' + v.map(x => fmt(x, indent + ' ')).join(',\\n' + indent + ' ') + ']';
@@ -185,10 +187,10 @@ _CLASSES: dict[str, str] = {status: f"st-{status}" for status in SYMBOLS}
 """Status -> CSS class; every cell element carries exactly one."""
 
 
-def render(report: CheckReport) -> str:
+def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> str:
     index = {id(cell): i for i, cell in enumerate(report.cells)}
     by_key = {(c.spec, c.dtype, c.scenario, c.variant): i for i, c in enumerate(report.cells)}
-    data = [dict(cell_dict(c), ref=by_key.get((c.spec, c.dtype, c.scenario, c.reference))) for c in report.cells]
+    data = [dict(cell_dict(c, max_array_elements), ref=by_key.get((c.spec, c.dtype, c.scenario, c.reference))) for c in report.cells]
     passed = not report.unexpected
     parts = [
         "<!DOCTYPE html>",

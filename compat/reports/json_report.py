@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import Counter
@@ -15,18 +16,22 @@ from compat._version import __version__
 if TYPE_CHECKING:
     from compat.checker import Difference
     from compat.matrix import Cell, CheckReport
-    from compat.results import Upstream, VariantResult
+    from compat.results import Upstream
 
 SCHEMA_PATH = Path(__file__).with_name("check_report.schema.json")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+DEFAULT_MAX_ARRAY_ELEMENTS = 1000
+"""Arrays with more elements are summarised (shape, dtype, min/max/mean, first values, sha256), not embedded:
+a report of a 2,000,000-element input would otherwise take gigabytes. `--max_array_elements=0` embeds all."""
+_FIRST_VALUES = 10
 CELL_STATUSES = ("same", "differs", "not_called", "unsupported", "error")
 
 NONFINITE: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 """How a non-finite float is written: JSON has no NaN or infinity, so they become these strings."""
 
 
-def as_dict(report: CheckReport) -> dict[str, Any]:
-    """The report as plain JSON values; the contract is `check_report.schema.json` (schema_version 1).
+def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:
+    """The report as plain JSON values; the contract is `check_report.schema.json` (schema_version 2).
 
     Top level, in this order:
       tool, version: "compat-check" and the gradcompat version; schema_version: 1.
@@ -42,12 +47,18 @@ def as_dict(report: CheckReport) -> dict[str, Any]:
         spec, scenario, dtype, variant, mechanism, context, native, reference,
         status: same | differs | not_called | unsupported | error; unexpected: a native, breaking difference;
         differences: [{kind, detail, where, breaking, max_abs?, max_rel?, index?}] (optional keys only if known);
+        violations: how the gradient function broke its contract (wrong dtype or shape), TensorFlow's
+          reaction being the cell's status;
         calls, traces: how often the gradient function ran and was built; message: why it did not run ("" if ok);
         upstream: null if the gradient function never ran, else one object per forward output for its first
           call: {kind: none|dense|indexed_slices, dtype, static_shape (list with null for unknown dimensions,
           or null for unknown rank), value, indices, dense_shape};
-        input_grads: null when TensorFlow produced none, else one entry per input (nested lists, or null).
-    Arrays are nested lists of JSON numbers (every float dtype, bfloat16 and float16 included, as float64).
+        input_grads: null when TensorFlow produced none, else one entry per input (nested lists, or null);
+        input_grad_kinds: the form TensorFlow returned each in (none, dense, indexed_slices; dense values above).
+    Arrays are nested lists of JSON numbers (every float dtype, bfloat16 and float16 included, as float64);
+    one with more than `max_array_elements` elements (0: no limit) is a summary object instead:
+    {summary: true, dtype, shape, size, min, max, mean, first: the first values in C order, sha256 of the
+    array's bytes in C order and its own dtype}.
     NaN and infinities, which JSON cannot hold, are the strings "NaN", "Infinity" and "-Infinity"; null
     always means absent, never a value.
     """
@@ -68,12 +79,12 @@ def as_dict(report: CheckReport) -> dict[str, Any]:
         "verdict": verdict(report),
         "summary": summary(report),
         "skipped": [{"spec": s.spec, "scenario": s.scenario, "reason": s.reason} for s in report.skipped],
-        "cells": [cell_dict(cell) for cell in report.cells],
+        "cells": [cell_dict(cell, max_array_elements) for cell in report.cells],
     }
 
 
-def render(report: CheckReport) -> str:
-    return json.dumps(as_dict(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> str:
+    return json.dumps(as_dict(report, max_array_elements), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def verdict(report: CheckReport) -> str:
@@ -104,8 +115,9 @@ def summary(report: CheckReport) -> dict[str, Any]:
     }
 
 
-def cell_dict(cell: Cell) -> dict[str, Any]:
+def cell_dict(cell: Cell, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:
     result = cell.result
+    limit = max_array_elements
     return {
         "spec": cell.spec,
         "scenario": cell.scenario,
@@ -118,11 +130,13 @@ def cell_dict(cell: Cell) -> dict[str, Any]:
         "status": cell.status,
         "unexpected": cell.unexpected,
         "differences": [difference_dict(d) for d in cell.differences],
+        "violations": list(result.violations),
         "calls": result.calls,
         "traces": result.traces,
         "message": result.message,
-        "upstream": None if result.upstream is None else [upstream_dict(u) for u in result.upstream],
-        "input_grads": _input_grads(result),
+        "upstream": None if result.upstream is None else [upstream_dict(u, limit) for u in result.upstream],
+        "input_grads": None if not result.input_grads else [array(grad, limit) for grad in result.input_grads],
+        "input_grad_kinds": list(result.input_grad_kinds) if result.input_grads else None,
     }
 
 
@@ -137,27 +151,49 @@ def difference_dict(difference: Difference) -> dict[str, Any]:
     return data
 
 
-def upstream_dict(upstream: Upstream) -> dict[str, Any]:
+def upstream_dict(upstream: Upstream, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:
     return {
         "kind": upstream.kind,
         "dtype": upstream.dtype,
         "static_shape": None if upstream.static_shape is None else list(upstream.static_shape),
-        "value": array(upstream.value),
-        "indices": array(upstream.indices),
+        "value": array(upstream.value, max_array_elements),
+        "indices": array(upstream.indices, max_array_elements),
         "dense_shape": None if upstream.dense_shape is None else [int(d) for d in upstream.dense_shape],
     }
 
 
-def array(value: np.ndarray | None) -> Any:
-    """A numpy array as nested lists of JSON numbers (non-finite floats as strings), or None."""
+def array(value: np.ndarray | None, max_elements: int = 0) -> Any:
+    """A numpy array as nested lists of JSON numbers (non-finite floats as strings), or None; with more than
+    `max_elements` elements (0: no limit), a summary object instead."""
     if value is None:
         return None
     value = np.asarray(value)
+    if max_elements and value.size > max_elements:
+        return array_summary(value)
     if value.dtype.kind in "biu":
         return value.tolist()
     if value.dtype.kind == "c":
         return _nested(np.asarray(value, str))
     return _nested(value.astype(np.float64))
+
+
+def array_summary(value: np.ndarray) -> dict[str, Any]:
+    """What a large array is, without its elements: enough to see it differs and to check it elsewhere."""
+    contiguous = np.ascontiguousarray(value)
+    numeric = contiguous.dtype.kind in "biuf" or contiguous.dtype.name == "bfloat16"
+    wide = contiguous.astype(np.float64) if numeric else None
+    with np.errstate(all="ignore"):
+        stats = {name: (None if wide is None or not wide.size else number(getattr(np, f"nan{name}")(wide)))
+                 for name in ("min", "max", "mean")}
+    return {
+        "summary": True,
+        "dtype": str(contiguous.dtype),
+        "shape": [int(d) for d in contiguous.shape],
+        "size": int(contiguous.size),
+        **stats,
+        "first": array(contiguous.reshape(-1)[:_FIRST_VALUES]),
+        "sha256": hashlib.sha256(contiguous.tobytes()).hexdigest(),
+    }
 
 
 def number(value: float) -> float | str:
@@ -175,12 +211,6 @@ def _nested(value: np.ndarray) -> Any:
         item = value.item()
         return number(item) if isinstance(item, float) else item
     return [_nested(row) for row in value]
-
-
-def _input_grads(result: VariantResult) -> list[Any] | None:
-    if not result.input_grads:
-        return None
-    return [array(grad) for grad in result.input_grads]
 
 
 def native_variants(report: CheckReport) -> list[str]:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from compat.reports.json_report import status_counts, verdict
+from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, status_counts, verdict
 from compat.reports.table import REPRESENTATION_WORDS, WORDS, pitfalls, representation_notes, representation_only
 
 if TYPE_CHECKING:
     from compat.matrix import Cell, CheckReport
 
 
-def render(report: CheckReport) -> str:
+def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> str:
     counts = ", ".join(f"{WORDS[s]} {n}" for s, n in status_counts(report.cells).items())
     native = sum(cell.native for cell in report.cells)
     tolerances = ", ".join(f"{d} rtol={t['rtol']:g} atol={t['atol']:g}"
@@ -78,7 +78,10 @@ def _word(cell: Cell | None) -> str:
 
 def _unexpected(cell: Cell) -> list[str]:
     head = f"- `{cell.spec}` · {cell.dtype} · `{cell.scenario}` · `{cell.variant}` (vs `{cell.reference}`)"
-    return [head, *(f"  - {d.kind}: {_inline(d.where + ': ' + d.detail)}" for d in cell.differences)]
+    lines = [head, *(f"  - {d.kind}: {_inline(d.where + ': ' + d.detail)}" for d in cell.differences)]
+    if cell.result.message and not any(cell.result.message in d.detail for d in cell.differences):
+        lines.append(f"  - {cell.status}: {_inline(cell.result.message)}")
+    return lines
 
 
 def _inline(text: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from compat.contexts import CONTEXTS
-from compat.reports.json_report import status_counts, verdict
+from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, status_counts, verdict
 
 if TYPE_CHECKING:
     from compat.matrix import Cell, CheckReport
@@ -29,7 +29,7 @@ TAPE_CONTEXTS: tuple[str, ...] = tuple(name for name, context in CONTEXTS.items(
 """Contexts where a tf.GradientTape asks for the gradient."""
 
 
-def render(report: CheckReport) -> str:
+def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> str:
     lines = [*header(report), "", *legend(report)]
     for spec in report.specs:
         for dtype in report.dtypes:
@@ -226,6 +226,8 @@ def _unexpected_lines(report: CheckReport) -> list[str]:
     for cell in report.unexpected:
         lines.append(f"  {cell.spec} · {cell.dtype} · {cell.scenario} · {cell.variant} (vs {cell.reference}):")
         lines += [f"    [{d.kind}] {d.where}: {d.detail}" for d in cell.differences]
+        if cell.result.message and not any(cell.result.message in d.detail for d in cell.differences):
+            lines.append(f"    [{cell.status}] {cell.result.message}")
     return lines
 
 

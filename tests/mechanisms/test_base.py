@@ -1,6 +1,9 @@
 """Mechanism plumbing: unique registration names, output dtypes, the registry."""
 
+import re
+
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import compat
@@ -12,7 +15,13 @@ from compat.probe import Probe
 def test_unique_names_are_valid_and_never_repeat():
     names = {unique_name("my spec/v2") for _ in range(50)}
     assert len(names) == 50
-    assert all(name.startswith("my_spec_v2_") for name in names)
+    assert all(name.startswith("gc_my_spec_v2_") for name in names)
+
+
+@pytest.mark.parametrize("spec_name", ["_private_op", "градиент", "<op>", "a" * 300, "9lives", "..."])
+def test_unique_names_from_any_spec_name_are_valid_tensorflow_names(spec_name):
+    name = unique_name(spec_name)
+    assert re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) and len(name) < 80
 
 
 def test_output_dtypes_from_a_scratch_graph():
