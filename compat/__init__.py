@@ -42,10 +42,18 @@ _EXPORTS: dict[str, str] = {
     "assert_native_variants_agree": "compat.testing",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+_SUBMODULES = ("testing", "audit", "reports")
+"""Public submodules reachable as attributes after `import compat` (`compat.testing.assert_...`), imported
+on first use like the names above."""
+
+__all__ = ["__version__", *_EXPORTS, *_SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"compat.{name}")
+        globals()[name] = module
+        return module
     module_name = _EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'compat' has no attribute {name!r}; public names: {sorted(__all__)}")

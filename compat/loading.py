@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from compat.catalogue import CATALOGUE
+from compat.probe import describe_exception, user_exception
 from compat.spec import GradientSpec
 
 
@@ -66,6 +67,8 @@ def _import_file(reference: str, path: Path) -> Any:
     if not path.is_file():
         raise SpecLoadError(f"--specs {reference!r}: file {str(path)!r} does not exist")
     module_name = f"_gradcompat_user_{abs(hash(str(path.resolve())))}"
+    if module_name in sys.modules:  # several NAMEs from one file: import it once, as Python would
+        return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise SpecLoadError(f"--specs {reference!r}: {str(path)!r} cannot be imported as a Python file")
@@ -73,8 +76,10 @@ def _import_file(reference: str, path: Path) -> Any:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException as exc:  # noqa: BLE001 - any failure in user code is reported, not raised.
+    except BaseException as exc:
         del sys.modules[module_name]
+        if not user_exception(exc):
+            raise
         raise SpecLoadError(f"--specs {reference!r}: importing {str(path)!r} failed: {_where(exc, path)}") from exc
     return module
 
@@ -82,17 +87,21 @@ def _import_file(reference: str, path: Path) -> Any:
 def _import_module(reference: str, module_name: str) -> Any:
     try:
         return importlib.import_module(module_name)
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
+        if not user_exception(exc):
+            raise
         raise SpecLoadError(f"--specs {reference!r}: importing module {module_name!r} failed: "
-                            f"{type(exc).__name__}: {exc}") from exc
+                            f"{describe_exception(exc)}") from exc
 
 
 def _where(exc: BaseException, path: Path) -> str:
-    frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if Path(frame.filename) == path]
-    line = f" (line {frames[-1].lineno})" if frames else ""
+    """The exception and the line of the spec file it came from, said once."""
     if isinstance(exc, SyntaxError):
-        line = f" (line {exc.lineno})"
-    return f"{type(exc).__name__}: {exc}{line}"
+        return f"{type(exc).__name__}: {exc.msg} (line {exc.lineno})"
+    resolved = path.resolve()
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if Path(frame.filename).resolve() == resolved]
+    line = f" (line {frames[-1].lineno})" if frames else ""
+    return f"{describe_exception(exc)}{line}"
 
 
 def _looks_like_specs(value: Any) -> bool:
@@ -104,8 +113,10 @@ def _as_specs(reference: str, value: Any) -> list[GradientSpec]:
     if callable(value) and not isinstance(value, GradientSpec):
         try:
             value = value()
-        except Exception as exc:  # noqa: BLE001
-            raise SpecLoadError(f"--specs {reference!r}: calling it raised {type(exc).__name__}: {exc}") from exc
+        except BaseException as exc:
+            if not user_exception(exc):
+                raise
+            raise SpecLoadError(f"--specs {reference!r}: calling it raised {describe_exception(exc)}") from exc
     if isinstance(value, GradientSpec):
         return [value]
     if _looks_like_specs(value):

@@ -65,3 +65,37 @@ def test_import_failures_name_the_file_and_line(tmp_path):
 def test_duplicate_names_are_rejected(spec_file):
     with pytest.raises(SpecLoadError, match=r"several specs are named \['mine'\]"):
         load_specs([f"{spec_file}:MY_SPEC", f"{spec_file}:BOTH"])
+
+
+def test_syntax_errors_name_the_line_once_and_relative_paths_get_the_line(tmp_path, monkeypatch):
+    (tmp_path / "syntax.py").write_text("x = 1\n\ndef f(:\n")
+    (tmp_path / "raises.py").write_text("x = 1\nraise ValueError('nope')\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecLoadError) as caught:
+        load_specs(["syntax.py:X"])
+    assert str(caught.value).count("line 3") == 1 and "SyntaxError" in str(caught.value)
+    with pytest.raises(SpecLoadError, match=r"ValueError: nope \(line 2\)"):
+        load_specs(["./raises.py:X"])
+
+
+def test_system_exit_in_a_spec_file_or_factory_is_a_load_error(tmp_path):
+    exits = tmp_path / "exits.py"
+    exits.write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(SpecLoadError, match=r"SystemExit\(3\) \(user code called sys.exit\) \(line 2\)"):
+        load_specs([f"{exits}:X"])
+    factory = tmp_path / "factory.py"
+    factory.write_text("import sys\ndef MAKE():\n    sys.exit(5)\n")
+    with pytest.raises(SpecLoadError, match=r"calling it raised SystemExit\(5\)"):
+        load_specs([f"{factory}:MAKE"])
+
+
+def test_a_file_named_twice_is_imported_once(tmp_path, spec_file):
+    counter = tmp_path / "counted.py"
+    counter.write_text(spec_file.read_text() + "\nimport builtins\nbuiltins.gradcompat_imports = "
+                       "getattr(builtins, 'gradcompat_imports', 0) + 1\n")
+    import builtins
+
+    before = getattr(builtins, "gradcompat_imports", 0)
+    specs = load_specs([f"{counter}:MY_SPEC", f"{counter}:OTHER"])
+    assert [spec.name for spec in specs] == ["mine", "other"]
+    assert builtins.gradcompat_imports == before + 1

@@ -25,3 +25,11 @@ def test_import_is_cheap():
     code = "import sys, compat; print('tensorflow' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
+
+
+def test_public_submodules_are_reachable_from_import_compat_alone():
+    """README shows `import compat; compat.testing.assert_native_variants_agree(...)`: a fresh process."""
+    code = ("import sys, compat; print(callable(compat.audit.audit_paths), 'tensorflow' in sys.modules, "
+            "callable(compat.testing.assert_native_variants_agree), callable(compat.reports.render))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False", "True", "True"]  # the audit alone never imports TensorFlow

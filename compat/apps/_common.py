@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from typing import TextIO
+from collections.abc import Callable, Iterator, Sequence
+from typing import NoReturn, TextIO
 
-from absl import app, flags
+from absl import app, flags, logging
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -66,17 +67,99 @@ def wants_progress(setting: bool | None) -> bool:
     return sys.stderr.isatty() if setting is None else setting
 
 
+EXIT_INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def stdout_kept_for_report() -> Iterator[TextIO]:
+    """Yield the stream the report goes to (today's stdout); inside the block, anything else written to
+    stdout (a user's print, C code writing to fd 1) goes to stderr, so `--format=json` output stays valid."""
+    report: TextIO = sys.stdout
+    saved_fd = None
+    try:
+        fd = report.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (e.g. captured by a test): Python-level only
+        fd = None
+    report.flush()
+    if fd is not None:
+        saved_fd = os.dup(fd)
+        report = os.fdopen(os.dup(saved_fd), "w", encoding="utf-8", errors="surrogateescape")
+        os.dup2(sys.stderr.fileno(), fd)
+    previous, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield report
+    finally:
+        report.flush()
+        sys.stdout = previous
+        if saved_fd is not None:
+            report.close()
+            os.dup2(saved_fd, fd)  # type: ignore[arg-type]
+            os.close(saved_fd)
+
+
+def import_tensorflow_quietly() -> None:
+    """Import TensorFlow with its start-up chatter hidden, unless `--verbosity=0` (INFO) or more is given.
+
+    TensorFlow 2.21 prints its oneDNN notice (twice) from C++ while importing, whatever TF_CPP_MIN_LOG_LEVEL
+    says, so the process's stderr is redirected to a temporary file for the import; if the import fails,
+    what it printed is replayed before the error.
+    """
+    asked = flags.FLAGS["verbosity"].present and logging.get_verbosity() >= logging.INFO
+    if "tensorflow" in sys.modules or asked:
+        import tensorflow  # noqa: F401
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow  # noqa: F401
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+_HELP_FLAGS = ("--help", "-help", "-h", "-?", "--helpshort", "-helpshort", "--helpfull", "-helpfull")
+
+
 def run_app(main: Callable[[list[str]], int], module_name: str, program: str) -> None:
-    """app.run(main) with this module's flags shown by --help and bad flags as exit 2, for console scripts."""
+    """app.run(main) for console scripts: --help exits 0, usage errors are one line and exit 2, Ctrl-C exits 130.
+
+    Every usage error (a bad flag, or `app.UsageError` from `main`) prints `program: message` and a pointer to
+    --help on stderr, not absl's whole flag listing.
+    """
     # Under a console script the main module is the generated wrapper, so absl would list no flags in --help.
     for flag in flags.FLAGS.get_key_flags_for_module(module_name):
         flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    main_module = sys.modules.get("__main__")
+    if main_module is not None and not main_module.__doc__:
+        main_module.__doc__ = sys.modules[module_name].__doc__
+
+    def usage_error(message: object) -> NoReturn:
+        sys.stderr.write(f"{program}: {message}\nsee `{program} --help`\n")
+        sys.exit(EXIT_USAGE)
 
     def parse(argv: Sequence[str]) -> list[str]:
+        wanted = [arg.split("=", 1)[0] for arg in argv[1:] if arg.split("=", 1)[0] in _HELP_FLAGS]
+        if wanted:
+            app.usage(shorthelp="full" not in wanted[0], writeto_stdout=True)
+            sys.exit(EXIT_OK)
         try:
             return flags.FLAGS(list(argv))
         except flags.Error as error:
-            sys.stderr.write(f"{program}: {error}\nPass --helpshort for the flags.\n")
-            sys.exit(EXIT_USAGE)
+            usage_error(error)
 
-    app.run(main, flags_parser=parse)
+    def guarded_main(argv: list[str]) -> int:
+        try:
+            return main(argv)
+        except app.UsageError as error:
+            usage_error(error)
+        except KeyboardInterrupt:
+            sys.stderr.write(f"\n{program}: interrupted\n")
+            return EXIT_INTERRUPTED
+
+    app.run(guarded_main, flags_parser=parse)

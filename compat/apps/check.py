@@ -10,15 +10,23 @@ a spec file that does not load).
 
 from __future__ import annotations
 
-import os
-import sys
+from typing import TYPE_CHECKING
 
 from absl import app, flags, logging
 
-from compat.apps._common import EXIT_USAGE, ProgressBar, run_app, wants_progress, write_atomically
+from compat.apps._common import (
+    EXIT_USAGE,
+    ProgressBar,
+    import_tensorflow_quietly,
+    run_app,
+    stdout_kept_for_report,
+    wants_progress,
+    write_atomically,
+)
 from compat.checker import DEFAULT_REFERENCE
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if TYPE_CHECKING:
+    from compat.matrix import CheckReport
 
 _FORMATS = ["table", "json", "markdown", "html"]
 
@@ -33,6 +41,10 @@ REFERENCE = flags.DEFINE_string("reference", DEFAULT_REFERENCE, "The variant eve
 FORMAT = flags.DEFINE_enum("format", "table", _FORMATS, "Report format.")
 OUTPUT = flags.DEFINE_string("output", None, "Write the report to this file (atomically) instead of stdout.")
 PROGRESS = flags.DEFINE_bool("progress", None, "Show a progress bar on stderr (default: when it is a terminal).")
+MAX_ARRAY_ELEMENTS = flags.DEFINE_integer(
+    "max_array_elements", None, "JSON and HTML embed arrays of at most this many elements and summarise larger "
+    "ones (shape, dtype, min/max/mean, first values, sha256); 0 embeds every array. Default: 1000.",
+    lower_bound=0)
 LIST = flags.DEFINE_bool("list", False, "List catalogue specs, scenarios, variants and dtypes, then exit.")
 
 
@@ -70,12 +82,31 @@ class _CheckProgress:
 def main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise _usage_error(f"unexpected arguments {argv[1:]}; use --specs=... to name specs")
-    if LIST.value:
-        sys.stdout.write(_listing())
-        return 0
+    import_tensorflow_quietly()
+    with stdout_kept_for_report() as report_stream:
+        if LIST.value:
+            report_stream.write(_listing())
+            return 0
+        report = _run_check()
+        from compat.reports import render
+        from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS
+
+        limit = DEFAULT_MAX_ARRAY_ELEMENTS if MAX_ARRAY_ELEMENTS.value is None else MAX_ARRAY_ELEMENTS.value
+        text = render(report, FORMAT.value, max_array_elements=limit)
+        if OUTPUT.value:
+            write_atomically(OUTPUT.value, text)
+            logging.info("wrote %s report to %s", FORMAT.value, OUTPUT.value)
+        else:
+            report_stream.write(text if text.endswith("\n") else text + "\n")
+    if report.exit_code:
+        logging.warning("%d unexpected difference(s) in native variants", len(report.unexpected))
+    return report.exit_code
+
+
+def _run_check() -> CheckReport:
+    """Load the specs and run the matrix; any user code that runs here may print, but not to the report."""
     from compat.loading import SpecLoadError, load_specs
     from compat.matrix import check
-    from compat.reports import render
 
     try:
         from compat.catalogue import CATALOGUE
@@ -84,19 +115,10 @@ def main(argv: list[str]) -> int:
     except SpecLoadError as exc:
         raise _usage_error(str(exc)) from None
     try:
-        report = check(specs, scenarios=SCENARIOS.value, dtypes=DTYPES.value, variants=VARIANTS.value,
-                       reference=REFERENCE.value, progress=_CheckProgress() if wants_progress(PROGRESS.value) else None)
+        return check(specs, scenarios=SCENARIOS.value, dtypes=DTYPES.value, variants=VARIANTS.value,
+                     reference=REFERENCE.value, progress=_CheckProgress() if wants_progress(PROGRESS.value) else None)
     except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
         raise _usage_error(str(exc)) from None
-    text = render(report, FORMAT.value)
-    if OUTPUT.value:
-        write_atomically(OUTPUT.value, text)
-        logging.info("wrote %s report to %s", FORMAT.value, OUTPUT.value)
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    if report.exit_code:
-        logging.warning("%d unexpected difference(s) in native variants", len(report.unexpected))
-    return report.exit_code
 
 
 def run() -> None:

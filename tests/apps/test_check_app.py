@@ -83,3 +83,82 @@ def test_console_module_exit_code_2_and_help_lists_flags(tmp_path):
     unknown_flag = subprocess.run([sys.executable, "-m", "compat.apps.check", "--no_such_flag"], capture_output=True,
                                   text=True, cwd=tmp_path, env=env, timeout=120)
     assert unknown_flag.returncode == 2 and "no_such_flag" in unknown_flag.stderr
+
+
+HOSTILE = textwrap.dedent('''
+    import sys
+    import numpy as np
+    import tensorflow as tf
+    import compat
+
+    print("user module printing at import")
+
+    def _noisy(i, o, u):
+        print("user gradient printing")
+        return [u[0]]
+
+    GOOD = compat.GradientSpec("good", tf.sign, lambda i, o, u: [0.5 * u[0]],
+                               [np.array([1.0, -2.0, 3.0], np.float32)], op_type="Sign")
+    NOISY = compat.GradientSpec("noisy", lambda x: x * 2.0, _noisy, [np.array([1.0, -2.0], np.float32)])
+    EXITS = compat.GradientSpec("exits", lambda x: x * 2.0, lambda i, o, u: sys.exit(0), [np.ones(2, np.float32)])
+    NONE_FORWARD = compat.GradientSpec("none_forward", lambda x: None, lambda i, o, u: [u[0]], [np.ones(2, np.float32)])
+    ONLY_NONE = compat.GradientSpec("only_none", lambda x: x * 2.0, lambda i, o, u: [None], [np.ones(2, np.float32)])
+
+    def FACTORY_EXITS():
+        sys.exit(5)
+
+    def interrupt(i, o, u):
+        raise KeyboardInterrupt
+
+    INTERRUPTS = compat.GradientSpec("interrupts", lambda x: x * 2.0, interrupt, [np.ones(2, np.float32)])
+''')
+
+
+def _app(tmp_path, *args):
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    return subprocess.run([sys.executable, "-m", "compat.apps.check", *args], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
+
+
+def test_hostile_specs_are_named_errors_and_json_on_stdout_stays_clean(tmp_path):
+    (tmp_path / "hostile.py").write_text(HOSTILE)
+    names = ["GOOD", "NOISY", "EXITS", "NONE_FORWARD", "ONLY_NONE"]
+    done = _app(tmp_path, "--specs=" + ",".join(f"hostile.py:{n}" for n in names), "--scenarios=sum,weighted",
+                "--format=json")
+    assert done.returncode == 1, done.stderr  # the hostile specs fail; sys.exit(0) in a gradient is no pass
+    report = json.loads(done.stdout)  # user prints went to stderr, not into the report
+    assert "user gradient printing" in done.stderr and "user module printing" in done.stderr
+    native = {}
+    for cell in report["cells"]:
+        if cell["native"]:
+            native.setdefault(cell["spec"], set()).add(cell["status"])
+    assert native["good"] <= {"same", "differs"} and native["noisy"] <= {"same", "differs"}
+    assert native["only_none"] <= {"same", "differs"}  # counted as called, not `not_called`
+    assert native["exits"] == {"error"} and native["none_forward"] == {"error"}
+    assert {c["spec"] for c in report["cells"] if c["unexpected"]} == {"exits", "none_forward"}
+    # No start-up chatter from TensorFlow unless --verbosity asks for it.
+    assert "oneDNN" not in done.stderr
+
+
+def test_system_exit_in_a_factory_is_a_usage_error_and_ctrl_c_exits_130(tmp_path):
+    (tmp_path / "hostile.py").write_text(HOSTILE)
+    factory = _app(tmp_path, "--specs=hostile.py:FACTORY_EXITS")
+    assert factory.returncode == 2
+    assert factory.stderr.strip().splitlines()[-2:] == [
+        "compat-check: --specs 'hostile.py:FACTORY_EXITS': calling it raised SystemExit(5) (user code called "
+        "sys.exit)", "see `compat-check --help`"]
+    interrupted = _app(tmp_path, "--specs=hostile.py:INTERRUPTS", "--scenarios=sum",
+                       "--variants=custom_gradient@eager_tape")
+    assert interrupted.returncode == 130, interrupted.stderr
+    assert interrupted.stderr.strip().splitlines()[-1] == "compat-check: interrupted"
+
+
+@pytest.mark.parametrize("module", ["compat.apps.check", "compat.apps.audit"])
+def test_help_exits_0_and_usage_errors_are_one_line_first(tmp_path, module):
+    shown = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "--format" in shown.stdout
+    bad = subprocess.run([sys.executable, "-m", module, "--format=nope", "x"], capture_output=True, text=True,
+                         timeout=120)
+    lines = bad.stderr.strip().splitlines()
+    assert bad.returncode == 2 and len(lines) == 2, bad.stderr
+    assert "--format" in lines[0] and "see `" in lines[1] and "--help" in lines[1]
