@@ -82,14 +82,15 @@ def _run_entry(result: SideResult, module: Any, entry: str, inputs: tuple[np.nda
         outputs = function(*tensors)
         return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
 
+    recorder.current = None  # nothing is attributed to a case until a context builds one
+    for context in contexts:
+        result.attempts[(entry, context, FORWARD)] = _forward(context, op, inputs)
     try:
-        signature = _signature(op, inputs)
+        signature = _signature(op, inputs, [result.attempts[(entry, context, FORWARD)] for context in contexts])
     except Exception as exc:  # noqa: BLE001
         result.entry_errors[entry] = f"building `{entry}` on placeholders raised {describe(exc)}"
         return
     for context in contexts:
-        recorder.current = None
-        result.attempts[(entry, context, FORWARD)] = _forward(context, op, inputs)
         cases, keys = [], []
         for scenario in scenarios:
             key = (entry, context, scenario.name)
@@ -127,7 +128,10 @@ def _building(recorder: Any, key: tuple[str, str, str], op: Callable[..., Any]) 
     return build
 
 
-def _signature(op: Callable[..., tuple[Any, ...]], inputs: tuple[np.ndarray, ...]) -> Any:
+def _signature(op: Callable[..., tuple[Any, ...]], inputs: tuple[np.ndarray, ...],
+               forwards: Sequence[Attempt]) -> Any:
+    """The outputs' dtypes and static shapes; dimensions unknown while building (a Defun's outputs have no
+    static shape) are taken from the outputs actually computed, so the shape-dependent scenarios still run."""
     import tensorflow as tf
 
     from compat.signature import OutputSignature
@@ -135,9 +139,18 @@ def _signature(op: Callable[..., tuple[Any, ...]], inputs: tuple[np.ndarray, ...
     with tf.Graph().as_default():
         placeholders = [tf.compat.v1.placeholder(value.dtype, value.shape) for value in inputs]
         outputs = [tf.convert_to_tensor(output) for output in op(*placeholders)]
-    return OutputSignature(
-        dtypes=tuple(output.dtype for output in outputs),
-        shapes=tuple(None if output.shape.rank is None else tuple(output.shape.as_list()) for output in outputs))
+    computed = next((attempt.values for attempt in forwards if attempt.status == "ok"), ())
+    shapes = []
+    for index, output in enumerate(outputs):
+        value = computed[index] if index < len(computed) else None
+        actual = None if value is None else value.shape
+        if output.shape.rank is None:
+            shapes.append(None if actual is None else tuple(actual))
+        elif actual is not None and len(actual) == output.shape.rank:
+            shapes.append(tuple(d if d is not None else actual[i] for i, d in enumerate(output.shape.as_list())))
+        else:
+            shapes.append(tuple(output.shape.as_list()))
+    return OutputSignature(dtypes=tuple(output.dtype for output in outputs), shapes=tuple(shapes))
 
 
 def _forward(context: str, op: Callable[..., tuple[Any, ...]], inputs: tuple[np.ndarray, ...]) -> Attempt:

@@ -37,9 +37,9 @@ def _cell(original: SideResult, rewritten: SideResult, entry: str, scenario: str
         return VerifyCell(entry, scenario, context, status, differences, message,  # type: ignore[arg-type]
                           upstream[0], upstream[1])
 
-    problem = _side_problem(original, entry, "original") or _side_problem(rewritten, entry, "rewritten")
-    if problem:
-        return cell("error", problem)
+    problems = [_side_problem(original, entry, "original"), _side_problem(rewritten, entry, "rewritten")]
+    if any(problems):
+        return cell("error", "; ".join(filter(None, problems)))
     reference = original.attempts.get((entry, ORIGINAL_CONTEXT, scenario))
     mine = rewritten.attempts.get((entry, context, scenario))
     if reference is None or mine is None:

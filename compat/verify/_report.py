@@ -118,15 +118,29 @@ class VerifyReport:
                     by_context = {c.context: c.status for c in row}
                     lines.append("  " + scenario.ljust(width)
                                  + "".join(by_context.get(context, "-").ljust(16) for context in self.contexts))
-        details = [cell for cell in self.cells if cell.status not in ("same", "skipped") or cell.differences
-                   or cell.upstream_differences]
+        details = self._details()
         if details:
-            lines += ["", "details:"]
-        for cell in details:
-            lines.append(f"  {cell.entry} / {cell.scenario} / {cell.context}: {cell.status}"
-                         + (f": {cell.message}" if cell.message else ""))
-            lines += [f"    {d.where}: {d.kind}: {d.detail}" for d in cell.differences]
+            lines += ["", "details (cells that say the same are grouped):"]
+        return "\n".join(lines + details) + "\n"
+
+    def _details(self) -> list[str]:
+        """Lines for every cell that is not plainly `same` or `skipped`; scenarios whose cells say the same in
+        the same contexts are grouped."""
+        by_scenario: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
+        for cell in self.cells:
+            if cell.status in ("same", "skipped") and not cell.differences and not cell.upstream_differences:
+                continue
+            text: list[str] = [f"{cell.status}" + (f": {cell.message}" if cell.message else "")]
+            text += [f"    {d.where}: {d.kind}: {d.detail}" for d in cell.differences]
             if cell.upstream_differences:
-                lines.append(f"    upstream (informational): {cell.upstream}")
-                lines += [f"      {d.where}: {d.kind}: {d.detail}" for d in cell.upstream_differences]
-        return "\n".join(lines) + "\n"
+                text.append(f"    upstream (informational): {cell.upstream}")
+                text += [f"      {d.where}: {d.kind}: {d.detail}" for d in cell.upstream_differences]
+            by_scenario.setdefault((cell.entry, tuple(text), cell.scenario), []).append(cell.context)
+        grouped: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
+        for (entry, lines_of_cell, scenario), contexts in by_scenario.items():
+            grouped.setdefault((entry, lines_of_cell, tuple(contexts)), []).append(scenario)
+        lines = []
+        for (entry, lines_of_cell, in_contexts), scenarios in grouped.items():
+            lines.append(f"  {entry} / {', '.join(scenarios)} / {', '.join(in_contexts)}: {lines_of_cell[0]}")
+            lines += lines_of_cell[1:]
+        return lines
