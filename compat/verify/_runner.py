@@ -18,6 +18,9 @@ from compat.verify._results import Job, SideResult, read_side, write_job
 CONTEXTS: tuple[str, ...] = ("v1_session", "v1_tape", "eager_tape", "function_tape", "function_gradients")
 """The contexts the rewritten side can run in (compat.contexts); the original always runs in a v1 Session."""
 DEFAULT_CONTEXTS: tuple[str, ...] = ("v1_session", "eager_tape", "function_tape")
+VERIFY_HELP = ("Opt-in: imports and runs the original and the rewritten module (each in a child process) to "
+               "compare forward outputs and input gradients; use it only on code you trust.")
+"""The sentence a command that offers verification (compat-rewrite --verify) shows in its --help."""
 _STDERR_TAIL_LINES = 12
 
 
