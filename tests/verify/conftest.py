@@ -15,6 +15,7 @@ LEGACY = textwrap.dedent('''
         "ste": [("float32", [4])],
         "half_ste": [("float32", [2, 3])],
         "defun_ste": [("float32", [3])],
+        "python_grad_ste": [("float32", [3])],
         "two_outputs": [("float32", [3]), ("float32", [3])],
         "wrong_scale": [("float32", [3])],
         "wrong_forward": [("float32", [3])],
@@ -36,6 +37,15 @@ LEGACY = textwrap.dedent('''
     @function.Defun(tf.float32, grad_func=clipped_grad)
     def clipped_sign(x):  # a Defun's name may not start with "_": it names graph nodes
         return tf.sign(x)
+
+
+    @function.Defun(tf.float32, python_grad_func=lambda op, dy: 0.5 * dy)
+    def half_sign(x):
+        return tf.sign(x)
+
+
+    def python_grad_ste(x):
+        return half_sign(x)
 
 
     def ste(x):
@@ -112,6 +122,10 @@ REWRITTEN = textwrap.dedent('''
 
     def defun_ste(x):
         return _clipped_sign(x)
+
+
+    def python_grad_ste(x):
+        return _half_sign(x)
 
 
     def two_outputs(x, w):
