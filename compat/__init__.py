@@ -40,6 +40,9 @@ _EXPORTS: dict[str, str] = {
     "render": "compat.reports",
     "load_specs": "compat.loading",
     "assert_native_variants_agree": "compat.testing",
+    "verify_rewrite": "compat.verify",
+    "verify_files": "compat.verify",
+    "VerifyReport": "compat.verify",
 }
 
 _SUBMODULES = ("testing", "audit", "reports")

@@ -37,7 +37,10 @@ class Scenario:
 
     def skip_reason(self, spec: GradientSpec) -> str | None:
         """Why this scenario does not apply to `spec`, or None when it does."""
-        signature = output_signature(spec)
+        return self.skip_reason_for(output_signature(spec))
+
+    def skip_reason_for(self, signature: OutputSignature) -> str | None:
+        """Why this scenario does not apply to outputs with `signature`, or None when it does."""
         if not signature.dtypes[0].is_floating:
             return f"the first output is {signature.dtypes[0].name}: no gradient flows through it"
         if signature.shapes[0] is None or None in signature.shapes[0]:
@@ -45,7 +48,11 @@ class Scenario:
         return self.skip(signature)
 
     def downstream(self, spec: GradientSpec) -> Downstream:
-        return dataclasses.replace(self.make(output_signature(spec)), name=self.name, description=self.description)
+        return self.downstream_for(output_signature(spec))
+
+    def downstream_for(self, signature: OutputSignature) -> Downstream:
+        """The downstream for outputs with `signature` (one that `skip_reason_for` accepts)."""
+        return dataclasses.replace(self.make(signature), name=self.name, description=self.description)
 
 
 def _shape(signature: OutputSignature) -> tuple[int, ...]:

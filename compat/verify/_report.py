@@ -1,0 +1,146 @@
+"""The verification report: one cell per entry × scenario × context, as JSON or text."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from compat.checker import Difference
+
+VerifyStatus = Literal["same", "differs", "error", "unsupported", "skipped"]
+VERIFY_STATUSES: tuple[VerifyStatus, ...] = ("same", "differs", "error", "unsupported", "skipped")
+_PASSING = frozenset({"same", "skipped", "unsupported"})
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyCell:
+    """The rewritten entry in one scenario and context, compared with the original in a v1 Session.
+
+    Attributes:
+      scenario: "forward" for the outputs, otherwise the engine scenario whose loss the input gradients are of.
+      status: `same`; `differs` (a difference that can change what is learned, or the rewrite fails where the
+        original runs); `error` (the verification could not run: import error, crash, timeout, missing entry);
+        `unsupported` (the original itself cannot run this scenario: nothing to be equivalent to);
+        `skipped` (the scenario does not apply to the entry's outputs; `message` says why).
+      differences: what differs in outputs (`output[i]`) or input gradients (`input_grad[i]`), with the
+        checker's kinds; representation-only ones (`none_vs_zeros`) leave the status `same`.
+      upstream: what the gradient functions received, compared where both sides could be instrumented,
+        else why not ("not observable: ..."); informational, it never sets the status.
+      upstream_differences: differences between the upstreams, when they were compared.
+    """
+
+    entry: str
+    scenario: str
+    context: str
+    status: VerifyStatus
+    differences: tuple[Difference, ...] = ()
+    message: str = ""
+    upstream: str = "not observable"
+    upstream_differences: tuple[Difference, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entry": self.entry, "scenario": self.scenario, "context": self.context, "status": self.status,
+                "message": self.message, "differences": [_difference_json(d) for d in self.differences],
+                "upstream": self.upstream,
+                "upstream_differences": [_difference_json(d) for d in self.upstream_differences]}
+
+
+def _difference_json(difference: Difference) -> dict[str, Any]:
+    document: dict[str, Any] = {"kind": difference.kind, "where": difference.where, "detail": difference.detail,
+                                "breaking": difference.breaking}
+    for name in ("max_abs", "max_rel", "index"):
+        value = getattr(difference, name)
+        if value is not None:
+            document[name] = list(value) if name == "index" else value
+    return document
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyReport:
+    """The proof (or not) that a rewritten module computes what the original did.
+
+    `ok` is true when every cell is `same`, `skipped` or `unsupported`, and there is at least one cell.
+    """
+
+    original: str
+    rewritten: str
+    entries: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    contexts: tuple[str, ...]
+    cells: tuple[VerifyCell, ...]
+    tensorflow: str = ""
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.cells) and all(cell.status in _PASSING for cell in self.cells)
+
+    @property
+    def failures(self) -> tuple[VerifyCell, ...]:
+        return tuple(cell for cell in self.cells if cell.status not in _PASSING)
+
+    def counts(self) -> dict[str, int]:
+        return {status: sum(cell.status == status for cell in self.cells) for status in VERIFY_STATUSES}
+
+    def cell(self, entry: str, scenario: str, context: str) -> VerifyCell:
+        """The cell for `entry`, `scenario` ("forward" for the outputs) and `context`."""
+        for cell in self.cells:
+            if (cell.entry, cell.scenario, cell.context) == (entry, scenario, context):
+                return cell
+        raise KeyError(f"no cell for entry `{entry}`, scenario `{scenario}`, context `{context}`; entries "
+                       f"{list(self.entries)}, scenarios {['forward', *self.scenarios]}, contexts {list(self.contexts)}")
+
+    def to_json(self) -> dict[str, Any]:
+        from compat._version import __version__
+        from compat.dtypes import TOLERANCES
+
+        return {"tool": "gradcompat verify", "version": __version__, "original": self.original,
+                "rewritten": self.rewritten, "tensorflow": self.tensorflow, "ok": self.ok,
+                "reference": "the original module in a tf.compat.v1 Session",
+                "tolerances": {name: dataclasses.asdict(t) for name, t in TOLERANCES.items()},
+                "entries": list(self.entries), "scenarios": list(self.scenarios), "contexts": list(self.contexts),
+                "summary": self.counts(), "elapsed_s": round(self.elapsed_s, 3),
+                "cells": [cell.to_json() for cell in self.cells]}
+
+    def render_text(self) -> str:
+        counts = ", ".join(f"{n} {status}" for status, n in self.counts().items() if n)
+        verdict = "EQUIVALENT" if self.ok else "NOT PROVEN EQUIVALENT"
+        lines = [f"compat.verify: {self.rewritten} against {self.original} (TensorFlow {self.tensorflow or '?'}): "
+                 f"{verdict} ({counts or 'no cells'})",
+                 "reference: the original in a tf.compat.v1 Session; tolerances per dtype as in compat-check"]
+        width = max([len("scenario"), len("forward"), *(len(s) for s in self.scenarios)]) + 2
+        for entry in self.entries:
+            lines += ["", f"entry `{entry}`", "  " + "scenario".ljust(width)
+                      + "".join(context.ljust(16) for context in self.contexts)]
+            for scenario in ("forward", *self.scenarios):
+                row = [c for c in self.cells if c.entry == entry and c.scenario == scenario]
+                if row:
+                    by_context = {c.context: c.status for c in row}
+                    lines.append("  " + scenario.ljust(width)
+                                 + "".join(by_context.get(context, "-").ljust(16) for context in self.contexts))
+        details = self._details()
+        if details:
+            lines += ["", "details (cells that say the same are grouped):"]
+        return "\n".join(lines + details) + "\n"
+
+    def _details(self) -> list[str]:
+        """Lines for every cell that is not plainly `same` or `skipped`; scenarios whose cells say the same in
+        the same contexts are grouped."""
+        by_scenario: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
+        for cell in self.cells:
+            if cell.status in ("same", "skipped") and not cell.differences and not cell.upstream_differences:
+                continue
+            text: list[str] = [f"{cell.status}" + (f": {cell.message}" if cell.message else "")]
+            text += [f"    {d.where}: {d.kind}: {d.detail}" for d in cell.differences]
+            if cell.upstream_differences:
+                text.append(f"    upstream (informational): {cell.upstream}")
+                text += [f"      {d.where}: {d.kind}: {d.detail}" for d in cell.upstream_differences]
+            by_scenario.setdefault((cell.entry, tuple(text), cell.scenario), []).append(cell.context)
+        grouped: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
+        for (entry, lines_of_cell, scenario), contexts in by_scenario.items():
+            grouped.setdefault((entry, lines_of_cell, tuple(contexts)), []).append(scenario)
+        lines = []
+        for (entry, lines_of_cell, in_contexts), scenarios in grouped.items():
+            lines.append(f"  {entry} / {', '.join(scenarios)} / {', '.join(in_contexts)}: {lines_of_cell[0]}")
+            lines += lines_of_cell[1:]
+        return lines

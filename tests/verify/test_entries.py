@@ -1,0 +1,44 @@
+"""Entries are read without running the module, parsed from a flag, and get deterministic, safe inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compat.verify import EntriesError, example_inputs, parse_entries, read_entries
+
+
+def test_entries_are_read_statically():
+    source = 'import sys\nsys.exit(1)\nGRADCOMPAT_ENTRIES = {"f": [("float32", [3]), ("int32", [])]}\n'
+    assert read_entries(source) == {"f": [("float32", [3]), ("int32", [])]}
+
+
+@pytest.mark.parametrize("source, match", [
+    ("x = 1\n", "no module-level GRADCOMPAT_ENTRIES"),
+    ("GRADCOMPAT_ENTRIES = make()\n", "plain literal"),
+    ("GRADCOMPAT_ENTRIES = {'f': [('float32', 3)]}\n", r"input 0: expected \(dtype, shape\)"),
+    ("GRADCOMPAT_ENTRIES = {'f': [('complex64', [3])]}\n", "dtype must be"),
+    ("def f(:\n", "cannot parse"),
+])
+def test_bad_entries_say_how_to_declare_them(source, match):
+    with pytest.raises(EntriesError, match=match):
+        read_entries(source, "ops.py")
+
+
+def test_entries_parse_from_a_flag():
+    assert parse_entries("ste:float32[3];product:float32[2,3],float64[2, 3];scalar:float32[]") == {
+        "ste": [("float32", [3])], "product": [("float32", [2, 3]), ("float64", [2, 3])],
+        "scalar": [("float32", [])]}
+    with pytest.raises(EntriesError, match="name:dtype"):
+        parse_entries("ste=float32[3]")
+
+
+def test_example_inputs_are_deterministic_and_away_from_discontinuities():
+    spec = [("float32", [50]), ("int64", [4]), ("bfloat16", [2])]
+    first, again = example_inputs("f", spec), example_inputs("f", spec)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    floats = first[0].astype(np.float64)
+    assert np.allclose(floats - np.floor(floats), 0.3, atol=1e-6)  # sign, round, floor, relu are smooth here
+    assert first[1].dtype == np.int64 and set(first[1]) <= {0, 1, 2}
+    assert first[2].dtype.name == "bfloat16"
+    assert not np.array_equal(example_inputs("g", spec)[0], floats)

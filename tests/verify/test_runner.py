@@ -1,0 +1,157 @@
+"""verify_rewrite / verify_files end to end: both sides really run, in child processes, with real TensorFlow.
+
+Each verify call costs two child processes (~4 s on a busy machine), so one module pair carries many
+entries: right rewrites, wrong ones, and one missing from the rewrite.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from compat.verify import EntriesError, VerifyReport, verify_files, verify_rewrite
+
+REPO = Path(__file__).absolute().parent.parent.parent
+GOOD_ENTRIES = ("ste", "half_ste", "defun_ste", "python_grad_ste", "two_outputs")
+"""Entries of the conftest pair whose rewrite is right; the others are wrong or missing on purpose."""
+CORPUS, GOLDEN = REPO / "tests/data/legacy", REPO / "tests/data/legacy_expected"
+
+
+@pytest.fixture(name="report", scope="module")
+def report_fixture(pair: tuple[Path, Path]) -> VerifyReport:
+    return verify_files(str(pair[0]), str(pair[1]))
+
+
+def _cells(report: VerifyReport, entry: str, scenario: str | None = None):
+    return [c for c in report.cells if c.entry == entry and scenario in (None, c.scenario)]
+
+
+def test_every_entry_scenario_and_context_has_a_cell(report):
+    assert report.contexts == ("v1_session", "eager_tape", "function_tape")
+    assert {"sum", "weighted", "gather", "grad_ys", "second_order", "dynamic_batch"} <= set(report.scenarios)
+    assert len(report.cells) == len(report.entries) * (1 + len(report.scenarios)) * len(report.contexts)
+    assert report.tensorflow
+
+
+@pytest.mark.parametrize("entry", GOOD_ENTRIES)
+def test_right_rewrites_are_the_same_in_every_scenario_and_context(report, entry):
+    cells = _cells(report, entry)
+    assert {c.status for c in cells} <= {"same", "skipped", "unsupported"}, report.render_text()
+    assert sum(c.status == "same" for c in cells) >= 30
+
+
+def test_a_scenario_that_does_not_apply_is_skipped_with_the_scenarios_reason(report):
+    cell = report.cell("ste", "unused_output", "eager_tape")
+    assert cell.status == "skipped" and "one output" in cell.message
+    assert report.cell("two_outputs", "unused_output", "eager_tape").status == "same"
+
+
+def test_a_scenario_the_original_cannot_run_is_unsupported_not_a_failure(report):
+    # A Defun grad_func has no second order in TF1; the rewrite's custom_gradient does.
+    cell = report.cell("defun_ste", "second_order", "v1_session")
+    assert cell.status == "unsupported" and "the original cannot run" in cell.message
+
+
+def test_a_gradient_scaled_twice_differs_with_values(report):
+    cell = report.cell("wrong_scale", "weighted", "function_tape")
+    assert cell.status == "differs"
+    (difference,) = cell.differences
+    assert (difference.kind, difference.where, difference.index) == ("values", "input_grad[0]", (0,))
+    assert difference.max_rel == pytest.approx(1.0)
+    assert report.cell("wrong_scale", "forward", "v1_session").status == "same"
+
+
+def test_a_changed_forward_differs_in_the_outputs(report):
+    cell = report.cell("wrong_forward", "forward", "eager_tape")
+    assert cell.status == "differs" and cell.differences[0].where == "output[0]"
+    assert report.cell("wrong_forward", "sum", "eager_tape").status == "same"
+
+
+def test_a_rewrite_that_fails_where_the_original_runs_differs_with_the_error(report):
+    # `.numpy()` in a gradient works eagerly only.
+    assert report.cell("numpy_in_grad", "sum", "eager_tape").status == "same"
+    cell = report.cell("numpy_in_grad", "sum", "function_tape")
+    assert cell.status == "differs" and cell.differences[0].kind == "error"
+    assert "numpy" in cell.differences[0].detail
+
+
+def test_an_entry_missing_from_the_rewrite_is_an_error_cell(report):
+    cells = _cells(report, "missing")
+    assert {c.status for c in cells} == {"error"} and "defines no function `missing`" in cells[0].message
+    assert not report.ok and "missing" in {c.entry for c in report.failures}
+
+
+def test_upstreams_are_compared_where_both_sides_are_instrumented(report):
+    # RegisterGradient (original) and tf.custom_gradient (rewrite) are wrapped to record what they receive.
+    assert report.cell("half_ste", "weighted", "v1_session").upstream == "same (1 call(s))"
+    assert report.cell("half_ste", "gather", "eager_tape").upstream == "same (1 call(s))"
+    assert report.cell("python_grad_ste", "grad_ys", "function_tape").upstream == "same (1 call(s))"
+    # An override onto the built-in "Identity" gradient and a Defun grad_func cannot be wrapped.
+    for entry in ("ste", "defun_ste"):
+        assert "observed on one side only" in report.cell(entry, "sum", "eager_tape").upstream
+    assert report.cell("half_ste", "stop_gradient", "eager_tape").upstream == "not called on either side"
+
+
+def test_text_and_json_name_every_failure(report):
+    text = report.render_text()
+    assert "NOT PROVEN EQUIVALENT" in text and "wrong_scale / sum / v1_session, eager_tape, function_tape" in text
+    document = report.to_json()
+    assert document["ok"] is False and document["summary"]["differs"] > 0
+    assert {"entry", "scenario", "context", "status", "differences", "upstream"} <= set(document["cells"][0])
+
+
+def test_verify_rewrite_takes_the_rewritten_source_and_a_passing_pair_is_ok(pair, sources):
+    report = verify_rewrite(str(pair[0]), sources[1], {"half_ste": [("float64", [2, 3])]},
+                            contexts=("v1_session", "eager_tape"))
+    assert report.ok, report.render_text()
+    assert report.rewritten == "<rewritten source>" and report.entries == ("half_ste",)
+    assert report.cell("half_ste", "mean", "eager_tape").status == "same"
+
+
+def test_failures_in_user_code_become_error_cells_never_exceptions(tmp_path, write_pair):
+    legacy, rewritten = write_pair(tmp_path, 'GRADCOMPAT_ENTRIES = {"f": [("float32", [2])]}\nraise SystemExit(3)\n',
+                                   "import os\nos._exit(7)\n")
+    report = verify_files(str(legacy), str(rewritten), contexts=("eager_tape",))
+    assert {c.status for c in report.cells} == {"error"}
+    message = report.cells[0].message
+    assert "SystemExit: 3" in message and "exited with code 7" in message
+
+
+def test_a_module_that_never_returns_times_out(tmp_path, write_pair):
+    hang = 'GRADCOMPAT_ENTRIES = {"f": [("float32", [2])]}\nimport time\nwhile True:\n    time.sleep(1)\n'
+    legacy, rewritten = write_pair(tmp_path, hang, hang)
+    started = time.monotonic()
+    report = verify_files(str(legacy), str(rewritten), timeout_s=2)
+    assert time.monotonic() - started < 10
+    assert {c.status for c in report.cells} == {"error"} and "timed out after 2 s" in report.cells[0].message
+
+
+def test_bad_arguments_raise_saying_how_to_fix(tmp_path, write_pair):
+    legacy, rewritten = write_pair(tmp_path, "x = 1\n", "x = 1\n")
+    with pytest.raises(EntriesError, match="GRADCOMPAT_ENTRIES"):
+        verify_files(str(legacy), str(rewritten))
+    with pytest.raises(ValueError, match="choose from"):
+        verify_files(str(legacy), str(rewritten), {"f": [("float32", [2])]}, contexts=("graph",))
+
+
+def _corpus() -> list[Path]:
+    if not (CORPUS.is_dir() and GOLDEN.is_dir()):
+        return []
+    return sorted(path for path in CORPUS.glob("*.py") if not path.name.startswith("_"))
+
+
+def _golden(legacy: Path) -> Path:
+    candidates = [GOLDEN / legacy.name, GOLDEN / f"{legacy.stem}.expected.py", GOLDEN / f"{legacy.name}.expected"]
+    found = [path for path in candidates if path.is_file()]
+    assert found, f"{legacy.name} has no golden rewrite; looked for {[str(p) for p in candidates]}"
+    return found[0]
+
+
+@pytest.mark.skipif(not _corpus(), reason="tests/data/legacy/ and tests/data/legacy_expected/ are not there yet: "
+                                          "the rewriter's legacy corpus and its golden rewrites")
+@pytest.mark.parametrize("legacy", _corpus(), ids=lambda path: path.stem)
+def test_every_legacy_module_is_equivalent_to_its_golden_rewrite(legacy):
+    report = verify_files(str(legacy), str(_golden(legacy)))
+    assert report.ok, report.render_text()
