@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from compat.results import Upstream
+from compat.results import Upstream, intern_array
 from compat.spec import GradientSpec
 
 
@@ -45,7 +45,7 @@ def _static_shape(shape: tf.TensorShape) -> tuple[int | None, ...] | None:
 
 
 def _to_numpy(value: Any) -> np.ndarray:
-    return np.array(value.numpy() if hasattr(value, "numpy") else value)
+    return intern_array(np.array(value.numpy() if hasattr(value, "numpy") else value))
 
 
 class _Site:

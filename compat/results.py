@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import threading
+import weakref
 from typing import Literal
 
 import numpy as np
@@ -10,6 +13,33 @@ import numpy as np
 UpstreamKind = Literal["none", "dense", "indexed_slices"]
 Status = Literal["ok", "not_called", "unsupported", "error"]
 STATUSES: tuple[Status, ...] = ("ok", "not_called", "unsupported", "error")
+
+
+_INTERN_MIN_ELEMENTS = 1024
+_interned: weakref.WeakValueDictionary[tuple[str, tuple[int, ...], bytes], np.ndarray] = weakref.WeakValueDictionary()
+_intern_lock = threading.Lock()
+
+
+def intern_array(value: np.ndarray) -> np.ndarray:
+    """`value`, or an equal read-only array already held by another result: one copy per distinct content.
+
+    A check keeps every cell's upstreams and input gradients, and most cells receive the same values (every
+    variant of a scenario that agrees), so a 2,000,000-element input would otherwise hold hundreds of equal
+    8 MB arrays. Small arrays are returned as they are (read-only too).
+    """
+    value = np.asarray(value)
+    if not value.flags.c_contiguous:
+        value = value.copy(order="C")
+    value.flags.writeable = False
+    if value.size < _INTERN_MIN_ELEMENTS or value.dtype.hasobject:
+        return value
+    key = (value.dtype.str, value.shape, hashlib.blake2b(value.view(np.uint8).reshape(-1), digest_size=16).digest())
+    with _intern_lock:
+        found = _interned.get(key)
+        if found is not None and np.array_equal(found, value, equal_nan=value.dtype.kind in "fc"):
+            return found
+        _interned[key] = value
+    return value
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

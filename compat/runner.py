@@ -58,11 +58,33 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
         cases = [Case(build=_builder(probe), inputs=spec.example_inputs, downstream=downstreams[index],
                       before_run=probe.reset_calls, variables=spec.variables)
                  for index, probe in planned]
-        with _scoped_gradient_registrations():
-            outcomes = CONTEXTS[context_name].run(cases)
+        outcomes = []
+        for batch in _batches(cases):
+            with _scoped_gradient_registrations():
+                outcomes += CONTEXTS[context_name].run(batch)
         for (index, probe), outcome in zip(planned, outcomes, strict=True):
             results[probe.variant, index] = to_result(probe, downstreams[index], outcome)
     return [results[variant, index] for variant in chosen for index in range(len(downstreams))]
+
+
+BATCH_ELEMENTS = 8 * 1024 * 1024
+"""Input elements one graph or trace may hold: a context runs its cases in batches of about this size, so a
+spec with huge inputs builds several graphs in turn instead of one that holds every case's tensors (a
+2,000,000-element input in 56 cases of one graph took gigabytes). Small specs run in one batch."""
+
+
+def _batches(cases: Sequence[Case]) -> Iterator[list[Case]]:
+    batch: list[Case] = []
+    size = 0
+    for case in cases:
+        elements = sum(int(value.size) for value in case.inputs) + sum(int(v.size) for v in case.variables)
+        if batch and size + elements > BATCH_ELEMENTS:
+            yield batch
+            batch, size = [], 0
+        batch.append(case)
+        size += elements
+    if batch:
+        yield batch
 
 
 @contextlib.contextmanager

@@ -30,3 +30,17 @@ def test_variant_result_str_shows_status_calls_upstreams_and_grads():
     assert "input_grad[1]: None" in text
     assert result.upstream is result.upstreams[0]
     assert set(STATUSES) == {"ok", "not_called", "unsupported", "error"}
+
+
+def test_equal_large_arrays_are_shared_and_read_only():
+    from compat.results import intern_array
+
+    first = intern_array(np.arange(5000, dtype=np.float32))
+    second = intern_array(np.arange(5000, dtype=np.float32))
+    assert second is first and not first.flags.writeable
+    different = intern_array(np.arange(5000, dtype=np.float64))
+    assert different is not first
+    small = intern_array(np.ones(3, np.float32))
+    assert not small.flags.writeable
+    scalar = intern_array(np.float32(3.0))
+    assert scalar.shape == () and scalar == 3.0

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from compat.downstream import Downstream
 from compat.mechanisms.base import BuiltOp
+from compat.results import intern_array
 
 Phase = Literal["build", "run"]
 
@@ -66,10 +67,10 @@ def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcom
             shape = source.shape if grad.dense_shape is None else tuple(int(d) for d in np.asarray(grad.dense_shape))
             dense = np.zeros(shape, dtype=values.dtype)
             np.add.at(dense, indices, values)
-            arrays.append(dense)
+            arrays.append(intern_array(dense))
             kinds.append("indexed_slices")
         else:
-            arrays.append(np.asarray(grad.numpy() if hasattr(grad, "numpy") else grad))
+            arrays.append(intern_array(np.asarray(grad.numpy() if hasattr(grad, "numpy") else grad)))
             kinds.append("dense")
     return Outcome(input_grads=tuple(arrays), input_grad_kinds=tuple(kinds))
 

@@ -68,3 +68,19 @@ def test_unknown_format_lists_the_valid_ones(report):
     for name in RENDERERS:
         assert name in str(caught.value)
     assert set(RENDERERS) == {"table", "json", "markdown", "html"}
+
+
+def test_large_arrays_are_summarised_unless_every_array_is_asked_for():
+    import hashlib
+
+    import numpy as np
+
+    from compat.reports.json_report import array
+
+    value = np.linspace(0.0, 1.0, 1001, dtype=np.float32)
+    summary = array(value, 1000)
+    assert summary["summary"] is True and summary["shape"] == [1001] and summary["size"] == 1001
+    assert summary["min"] == 0.0 and summary["max"] == 1.0 and len(summary["first"]) == 10
+    assert summary["sha256"] == hashlib.sha256(value.tobytes()).hexdigest()
+    assert isinstance(array(value, 0), list) and isinstance(array(value, 1001), list)
+    assert array(np.array([np.nan] * 2000, np.float32), 1000)["mean"] == "NaN"
