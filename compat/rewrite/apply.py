@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import libcst as cst
 
 from compat.rewrite.plan import Plan
-from compat.rewrite.todo import with_todos
+from compat.rewrite.todo import leading_lines, with_todos
 
 _PASS = cst.SimpleStatementLine(body=[cst.Pass()])
 
@@ -30,6 +31,7 @@ def _tidy_blank_lines(lines: Sequence[cst.EmptyLine], max_blank: int, first: boo
 def _as_lines(body: cst.BaseSuite) -> list[cst.BaseStatement]:
     if isinstance(body, cst.IndentedBlock):
         return list(body.body)
+    assert isinstance(body, cst.SimpleStatementSuite)
     return [cst.SimpleStatementLine(body=list(body.body))]
 
 
@@ -45,7 +47,7 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
 
 def _with_blank_lines(stmt: cst.BaseStatement, count: int) -> cst.BaseStatement:
     """`stmt` preceded by at least `count` blank lines."""
-    lines = list(stmt.leading_lines)
+    lines = list(leading_lines(stmt))
     blanks = 0
     for line in lines:
         if line.comment is not None:
@@ -91,15 +93,14 @@ class ApplyPlan(cst.CSTTransformer):
             return [updated.with_changes(items=items)]
         body = _as_lines(updated.body)
         header = getattr(updated.body, "header", None)
-        carried = list(updated.leading_lines)
+        carried = list(leading_lines(updated))
         if header is not None and header.comment is not None:
             carried.append(cst.EmptyLine(comment=header.comment))
-        body[0] = body[0].with_changes(leading_lines=[*carried, *body[0].leading_lines])
+        body[0] = body[0].with_changes(leading_lines=[*carried, *leading_lines(body[0])])
         return body
 
     # -- statements -------------------------------------------------------------------------------
-    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel | \
-            cst.FlattenSentinel[cst.CSTNode]:
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> Any:
         if not isinstance(original, cst.BaseStatement) or not isinstance(updated, cst.BaseStatement):
             return super().on_leave(original, updated)  # type: ignore[return-value]
         key = id(original)
@@ -118,15 +119,15 @@ class ApplyPlan(cst.CSTTransformer):
             keep = not (body is not None and id(body) in self._emptied and not getattr(updated, "orelse", None))
             hoisted = self._hoisted.pop(key)
             if hoisted and not keep:
-                hoisted[0] = hoisted[0].with_changes(leading_lines=[*updated.leading_lines,
-                                                                    *hoisted[0].leading_lines])
+                hoisted[0] = hoisted[0].with_changes(leading_lines=[*leading_lines(updated),
+                                                                    *leading_lines(hoisted[0])])
             if keep and new:
                 new[0] = _with_blank_lines(new[0], 1)
             new = hoisted + (new if keep else [])
         if key in self.plan.todos and new:
             new[0] = with_todos(new[0], self.plan.todos[key])
         if not new:
-            placeholder = _PASS.with_changes(leading_lines=updated.leading_lines)
+            placeholder = _PASS.with_changes(leading_lines=leading_lines(updated))
             self._removed[id(placeholder)] = placeholder
             return placeholder
         return new[0] if len(new) == 1 else cst.FlattenSentinel(new)
@@ -137,10 +138,10 @@ class ApplyPlan(cst.CSTTransformer):
         carried: list[cst.EmptyLine] = []
         for stmt in body:
             if id(stmt) in self._removed:
-                carried.extend(stmt.leading_lines)
+                carried.extend(leading_lines(stmt))
                 continue
             if carried or not kept:
-                lines = _tidy_blank_lines([*carried, *stmt.leading_lines], max_blank, first=not kept)
+                lines = _tidy_blank_lines([*carried, *leading_lines(stmt)], max_blank, first=not kept)
                 stmt = stmt.with_changes(leading_lines=lines)
                 carried = []
             kept.append(stmt)
@@ -157,7 +158,7 @@ class ApplyPlan(cst.CSTTransformer):
         return block
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
-        body = self._drop_placeholders(updated.body, max_blank=2) if any(
+        body: list[Any] = self._drop_placeholders(updated.body, max_blank=2) if any(
             id(s) in self._removed for s in updated.body) else list(updated.body)
         at = 0
         for i, stmt in enumerate(body):
@@ -165,7 +166,7 @@ class ApplyPlan(cst.CSTTransformer):
                 break
             if _is_import(stmt) or (i == 0 and _is_docstring(stmt)):
                 at = i + 1
-        extra: list[cst.BaseStatement] = []
+        extra: list[Any] = []
         if self.plan.add_tf_import:
             extra.append(cst.parse_statement(f"import tensorflow as {self.plan.tf_alias}\n"))
         extra += [_with_blank_lines(h, 2) for h in self.plan.helpers]

@@ -3,6 +3,8 @@ and point a leftover `tf.get_default_graph()` at `tf.compat.v1`."""
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 import libcst.metadata as meta
 
@@ -48,7 +50,8 @@ def _side_effect_free(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Tuple):
         return all(_side_effect_free(e.value) for e in node.elements)
     if isinstance(node, cst.FormattedString):
-        return all(isinstance(p, cst.FormattedStringText) or _side_effect_free(p.expression) for p in node.parts)
+        return all(isinstance(p, cst.FormattedStringText) or (
+            isinstance(p, cst.FormattedStringExpression) and _side_effect_free(p.expression)) for p in node.parts)
     return False
 
 
@@ -115,7 +118,7 @@ def tidy(code: str, original: ModuleContext, plan: Plan) -> str:
                 edits.remove(node)
         dead = {name for name, _ in _module_imports(ctx).items() if name in was_used and not _referenced(ctx, name)}
         for stmt in {id(s): s for name, s in _module_imports(ctx).items() if name in dead}.values():
-            edits.replace(stmt, lambda updated, d=frozenset(dead): _without_aliases(updated, set(d)))
+            edits.replace(stmt, functools.partial(_without_aliases, dead=set(dead)))
         if not edits.changes:
             break
         code = ctx.wrapper.visit(ApplyPlan(edits)).code

@@ -8,6 +8,7 @@ A `grad_func` (a Defun of `(*inputs, *dys)`) loses its Defun decorator and is ca
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import libcst as cst
 
@@ -103,6 +104,7 @@ def _analyse(ctx: ModuleContext, site: DefunSite, python: bool) -> None:
 
 def _analyse_grad(ctx: ModuleContext, site: DefunSite, python: bool, n_inputs: int, final: cst.Return) -> None:
     grad = site.grad
+    assert grad is not None
     kind = "python_grad_func" if python else "grad_func"
     grad_def = None
     if isinstance(grad, cst.Name):
@@ -124,7 +126,8 @@ def _analyse_grad(ctx: ModuleContext, site: DefunSite, python: bool, n_inputs: i
         site.n_outputs = n_params - 1
     else:
         site.n_outputs = n_params - n_inputs
-        defun = _defun_decorator(ctx, grad_def) if isinstance(grad_def, cst.FunctionDef) else None
+        assert isinstance(grad_def, cst.FunctionDef)
+        defun = _defun_decorator(ctx, grad_def)
         if defun is None or len(grad_def.decorators) != 1 or _keyword(defun, "grad_func") or _keyword(
                 defun, "python_grad_func"):
             site.refuse(f"the grad_func `{ctx.code(grad)}` is not a plain @Defun function: rewrite by hand")
@@ -176,7 +179,7 @@ def plan_defuns(ctx: ModuleContext, sites: list[DefunSite], plan: Plan) -> None:
             anchor = site.fn if site.fn is not None else ctx.statement(site.call)
             plan.todo(anchor, site.line, site.pattern, site.problem or "rewrite by hand")
             continue
-        plan.replace(site.fn, lambda updated, s=site: [_build(ctx, s, plan.tf_alias, updated)])
+        plan.replace(site.fn, functools.partial(_build_one, ctx, site, plan.tf_alias))
         plan.rewritten(site.line, site.pattern, f"@{plan.tf_alias}.custom_gradient {site.fn.name.value}")
         grad_def = site.grad_def
         if grad_def is None:
@@ -200,6 +203,10 @@ def _strip_defun(updated: cst.CSTNode) -> list[cst.BaseStatement]:
 
 def _comments_in(node: cst.CSTNode) -> list[cst.Comment]:
     return [n for n in ModuleContext.walk(node) if isinstance(n, cst.Comment)]
+
+
+def _build_one(ctx: ModuleContext, site: DefunSite, tf: str, updated: cst.CSTNode) -> list[cst.BaseStatement]:
+    return [_build(ctx, site, tf, updated)]
 
 
 def _build(ctx: ModuleContext, site: DefunSite, tf: str, updated: cst.CSTNode) -> cst.FunctionDef:

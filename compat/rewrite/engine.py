@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from compat.audit.suggestions import snake
@@ -83,8 +85,8 @@ def _settle(ctx: ModuleContext, nests: list[OverrideNest], registrations: list[R
         for reg in registrations:
             for use in reg.uses:
                 if reg.problem is not None and use.nest.problem is None:
-                    use.nest.refuse(f"gradient {use.shown} (registered on line {reg.line}) is not rewritten, see "
-                                    "the TODO there")
+                    use.nest.refuse(f"gradient {use.shown} is not rewritten where it is registered (see the "
+                                    "TODO there): fix that, or rewrite both by hand")
                     changed = True
         if not changed:
             return
@@ -136,6 +138,11 @@ def _builtin_helper(ctx: ModuleContext, plan: Plan, use: OverrideUse) -> str:
     return name
 
 
+def _build_registration(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.CSTNode) -> list[cst.BaseStatement]:
+    assert isinstance(updated, cst.FunctionDef)
+    return [build(ctx, reg, tf, updated)]
+
+
 def _plan_registration(ctx: ModuleContext, plan: Plan, reg: Registration) -> None:
     if reg.problem is not None or reg.fn is None:
         plan.todo(reg.anchor, reg.line, "register_gradient", reg.problem or "rewrite by hand")
@@ -145,7 +152,7 @@ def _plan_registration(ctx: ModuleContext, plan: Plan, reg: Registration) -> Non
             plan.key_names.add(use.shown)
         if reg.call.args:
             plan.key_names.add(ctx.code(reg.call.args[0].value))
-    plan.replace(reg.fn, lambda updated, r=reg: [build(ctx, r, plan.tf_alias, updated)])  # type: ignore[arg-type]
+    plan.replace(reg.fn, functools.partial(_build_registration, ctx, reg, plan.tf_alias))
     if reg.hoist_from is not None:
         plan.hoists[id(reg.fn)] = id(reg.hoist_from)
     if reg.statement is not None:

@@ -214,6 +214,7 @@ def map_gradient_body(
     elif isinstance(body, cst.IndentedBlock):
         block = body
     else:
+        assert isinstance(body, cst.SimpleStatementSuite)
         block = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=list(body.body))])
     if op is None:
         return block

@@ -85,7 +85,7 @@ def find_nests(ctx: ModuleContext) -> list[OverrideNest]:
 
 def stray_map_calls(ctx: ModuleContext) -> list[cst.Call]:
     """`gradient_override_map(...)` calls that are not a `with` item (entered by hand, stored, ...)."""
-    return [n for n in ctx.walk(ctx.module) if is_map_call(n)
+    return [n for n in ctx.walk(ctx.module) if isinstance(n, cst.Call) and is_map_call(n)
             and not isinstance(ctx.parent(n), cst.WithItem)]
 
 

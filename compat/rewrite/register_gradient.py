@@ -126,7 +126,8 @@ def check_uses(ctx: ModuleContext, reg: Registration) -> None:
         return
     bad = next((u for u in reg.uses if u.nest.problem), None)
     if bad is not None:
-        reg.refuse(f"its override map (line {ctx.line(bad.nest.outer)}) is not rewritten, see the TODO there")
+        reg.refuse(f"an override map using gradient {reg.shown} is not rewritten (see the TODO there): fix that, "
+                   "or rewrite both by hand")
         return
     if len({u.signature for u in reg.uses}) > 1 or len({u.op_type for u in reg.uses}) > 1:
         reg.refuse(f"gradient {reg.shown} overrides different ops or op calls ("
@@ -140,7 +141,7 @@ def check_uses(ctx: ModuleContext, reg: Registration) -> None:
     for use in reg.uses:
         if not _visible(ctx, fn_scope, use.call) or (
                 not isinstance(fn_scope, meta.GlobalScope) and ctx.line(use.call) < ctx.line(reg.fn)):
-            reg.refuse(f"its override map (line {ctx.line(use.call)}) is not where `{reg.fn.name.value}` is "
+            reg.refuse(f"an override map using gradient {reg.shown} is not where `{reg.fn.name.value}` is "
                        "visible: rewrite by hand")
             return
     n_inputs = len(reg.uses[0].wrapper.inputs)

@@ -34,7 +34,8 @@ OPERATOR_OP_TYPES = frozenset({
     "Reshape", "Shape", "StridedSlice", "Sub", "TrueDiv",
 })
 
-_MODULES = {"math": "python.ops.math_ops", "array": "python.ops.array_ops", "nn": "python.ops.nn_ops"}
+_MODULES = {"math": "python.ops.math_ops", "array": "python.ops.array_ops", "nn": "python.ops.nn_ops",
+            "clip": "python.ops.clip_ops"}
 
 
 def _register(op_types: str | tuple[str, ...], inputs: tuple[str, ...], *paths: str, internal: str = "math") -> None:
@@ -65,7 +66,7 @@ _register(("Abs", "ComplexAbs"), ("x",), "abs", "math.abs")
 _register(("Const", "Max"), ("input_tensor",), "reduce_max", "math.reduce_max")
 _register(("Const", "Sum"), ("input_tensor",), "reduce_sum", "math.reduce_sum")
 _register(("Const", "Mean"), ("input_tensor",), "reduce_mean", "math.reduce_mean")
-_register(("Const", "Maximum", "Minimum"), ("t",), "clip_by_value", internal="math")
+_register(("Const", "Maximum", "Minimum"), ("t",), "clip_by_value", internal="clip")
 _register(("Cast",), ("x",), "cast", internal="math")
 
 

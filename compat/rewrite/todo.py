@@ -9,6 +9,11 @@ import libcst as cst
 PREFIX = "# TODO(gradcompat): "
 
 
+def leading_lines(statement: cst.CSTNode) -> list[cst.EmptyLine]:
+    """The blank and comment lines above a statement (simple or compound)."""
+    return list(getattr(statement, "leading_lines", ()))
+
+
 def todo_comment(reason: str) -> str:
     """One comment line (newlines folded) for `reason`."""
     return PREFIX + " ".join(reason.split())
@@ -16,8 +21,8 @@ def todo_comment(reason: str) -> str:
 
 def with_todos(statement: cst.BaseStatement, comments: Sequence[str]) -> cst.BaseStatement:
     """`statement` with each comment above it, unless an identical comment is already there (idempotence)."""
-    present = {line.comment.value for line in statement.leading_lines if line.comment is not None}
+    present = {line.comment.value for line in leading_lines(statement) if line.comment is not None}
     new = [cst.EmptyLine(comment=cst.Comment(c)) for c in comments if c not in present]
     if not new:
         return statement
-    return statement.with_changes(leading_lines=[*statement.leading_lines, *new])
+    return statement.with_changes(leading_lines=[*leading_lines(statement), *new])
