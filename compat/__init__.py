@@ -40,6 +40,9 @@ _EXPORTS: dict[str, str] = {
     "render": "compat.reports",
     "load_specs": "compat.loading",
     "assert_native_variants_agree": "compat.testing",
+    "rewrite_source": "compat.rewrite",
+    "rewrite_file": "compat.rewrite",
+    "rewrite_paths": "compat.rewrite",
 }
 
 __all__ = ["__version__", *_EXPORTS]
