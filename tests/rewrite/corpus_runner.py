@@ -35,9 +35,19 @@ def _tensorflow_as_v1() -> Iterator[None]:
         sys.modules["tensorflow"] = saved
 
 
-def load(path: Path, tag: str, legacy: bool) -> ModuleType:
-    """Import `path` as a fresh module (named apart per tag, so registrations never clash)."""
-    name = f"_gradcompat_corpus_{tag}_{path.stem}"
+_LOADED: dict[tuple[Path, bool], ModuleType] = {}
+
+
+def load(path: Path, legacy: bool) -> ModuleType:
+    """Import `path` once per process (a legacy module's RegisterGradient cannot run twice)."""
+    key = (path.resolve(), legacy)
+    if key not in _LOADED:
+        _LOADED[key] = _import(path, "legacy" if legacy else "rewritten", legacy)
+    return _LOADED[key]
+
+
+def _import(path: Path, tag: str, legacy: bool) -> ModuleType:
+    name = f"_gradcompat_corpus_{tag}_{path.parent.name}_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

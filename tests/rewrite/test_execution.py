@@ -18,8 +18,8 @@ CONTEXTS = ("v1_session", "eager_tape")
 def loaded(runner) -> dict:
     """Every module loaded once per process (legacy registrations cannot be made twice)."""
     return {
-        name: (runner.load(runner.LEGACY / f"{name}.py", "legacy", legacy=True),
-               runner.load(runner.EXPECTED / f"{name}.py", "rewritten", legacy=False))
+        name: (runner.load(runner.LEGACY / f"{name}.py", legacy=True),
+               runner.load(runner.EXPECTED / f"{name}.py", legacy=False))
         for name in runner.corpus_names()
     }
 

@@ -20,7 +20,7 @@ def test_every_module_declares_its_entries(runner) -> None:
 
 @pytest.fixture(scope="module")
 def legacy_modules(runner) -> dict:
-    return {name: runner.load(runner.LEGACY / f"{name}.py", "legacy_check", legacy=True)
+    return {name: runner.load(runner.LEGACY / f"{name}.py", legacy=True)
             for name in runner.corpus_names()}
 
 
