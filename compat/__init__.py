@@ -43,9 +43,12 @@ _EXPORTS: dict[str, str] = {
     "verify_rewrite": "compat.verify",
     "verify_files": "compat.verify",
     "VerifyReport": "compat.verify",
+    "rewrite_source": "compat.rewrite",
+    "rewrite_file": "compat.rewrite",
+    "rewrite_paths": "compat.rewrite",
 }
 
-_SUBMODULES = ("testing", "audit", "reports")
+_SUBMODULES = ("testing", "audit", "reports", "rewrite", "verify")
 """Public submodules reachable as attributes after `import compat` (`compat.testing.assert_...`), imported
 on first use like the names above."""
 

@@ -1,0 +1,158 @@
+"""compat-rewrite: migrate legacy custom gradients (Defun, RegisterGradient, gradient_override_map) to tf.custom_gradient.
+
+Usage:
+  compat-rewrite [--in-place] [--format=text|json] [--verify] [--exclude=GLOB,...] PATH...
+
+Without --in-place it prints a unified diff and changes nothing. Exit codes: 0 nothing to do, 1 changes proposed
+or made, 2 usage error, 3 some files skipped or failed. Never imports TensorFlow (except for --verify).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from absl import app, flags
+
+from compat._version import __version__
+from compat.apps._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, ProgressBar, run_app, wants_progress
+from compat.rewrite import FileResult, rewrite_paths
+from compat.rewrite.files import DEFAULT_MAX_FILE_BYTES, _files
+
+EXIT_CHANGES = EXIT_FINDINGS
+EXIT_INCOMPLETE = 3  # some files were skipped or failed
+
+_IN_PLACE = flags.DEFINE_bool("in_place", False, "Write the rewrites into the files (atomically); default: print "
+                              "a unified diff.")
+_FORMAT = flags.DEFINE_enum("format", "text", ["text", "json"], "text: the diff and a summary; json: per-file "
+                            "and per-site results.")
+_VERIFY = flags.DEFINE_bool("verify", False, "Prove each rewritten file equivalent with compat.verify (imports "
+                            "TensorFlow; runs the original in a v1 Session and the rewrite in TF2).")
+_EXCLUDE = flags.DEFINE_multi_string("exclude", [], "Glob of paths to skip; repeatable or comma-separated.")
+_MAX_FILE_BYTES = flags.DEFINE_integer("max_file_bytes", DEFAULT_MAX_FILE_BYTES, "Larger files are skipped.",
+                                       lower_bound=1)
+_PROGRESS = flags.DEFINE_bool("progress", None, "Show a progress bar on stderr (default: only on a terminal).")
+
+# absl spells boolean flags with underscores; accept the documented `--in-place` too.
+_ALIASES = {"--in-place": "--in_place", "--noin-place": "--noin_place"}
+
+
+def _diff(result: FileResult) -> str:
+    return "".join(difflib.unified_diff(
+        result.original.splitlines(keepends=True), result.rewritten.splitlines(keepends=True),
+        fromfile=_shown(result.path, "a"), tofile=_shown(result.path, "b")))
+
+
+def _shown(path: str, side: str) -> str:
+    return path if os.path.isabs(path) else f"{side}/{path}"
+
+
+def _text_line(result: FileResult) -> str:
+    sites = ", ".join(f"line {s.line} {s.pattern} {s.outcome}" for s in result.sites)
+    reason = f": {result.reason}" if result.reason else ""
+    return f"{result.path}: {result.status}{' (written)' if result.written else ''}{reason}" + (
+        f" [{sites}]" if sites else "")
+
+
+def _summary(results: Sequence[FileResult]) -> dict[str, Any]:
+    counts = {status: sum(1 for r in results if r.status == status)
+              for status in ("rewritten", "unchanged", "skipped", "failed")}
+    sites = [s for r in results for s in r.sites]
+    return {"files": len(results), **counts, "sites": len(sites),
+            "sites_rewritten": sum(1 for s in sites if s.outcome == "rewritten"),
+            "sites_todo": sum(1 for s in sites if s.outcome == "todo")}
+
+
+def _verify(results: Sequence[FileResult]) -> dict[str, Any]:
+    try:
+        from compat.verify import verify_rewrite  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as e:
+        raise app.UsageError(f"--verify needs compat.verify, which this installation does not have ({e}); run "
+                             "without --verify, or install a gradcompat that ships compat.verify",
+                             exitcode=EXIT_USAGE) from e
+    reports: dict[str, Any] = {}
+    for result in results:
+        if result.status == "rewritten":
+            try:
+                reports[result.path] = verify_rewrite(os.path.abspath(result.path), result.rewritten, None)
+            except Exception as e:  # noqa: BLE001 - one file's failure is its result, not the end of the run
+                reports[result.path] = f"verification could not run: {type(e).__name__}: {e}"
+    return reports
+
+
+def _verified(report: Any) -> bool:
+    return not isinstance(report, str) and bool(getattr(report, "ok", False))
+
+
+def exit_code(results: Sequence[FileResult]) -> int:
+    if any(r.status in ("skipped", "failed") for r in results):
+        return EXIT_INCOMPLETE
+    if any(r.status == "rewritten" for r in results):
+        return EXIT_CHANGES
+    return EXIT_OK
+
+
+def main(argv: Sequence[str]) -> int:
+    paths = list(argv[1:])
+    if not paths:
+        raise app.UsageError("give at least one file or directory to rewrite, e.g. `compat-rewrite src/`",
+                             exitcode=EXIT_USAGE)
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise app.UsageError(f"no such file or directory: {', '.join(missing)}", exitcode=EXIT_USAGE)
+    if _VERIFY.value:
+        _verify([])  # fail early, before touching anything, if compat.verify is missing
+    excludes = [p.strip() for value in _EXCLUDE.value for p in value.split(",") if p.strip()]
+    bar = ProgressBar(sum(1 for _ in _files(paths, excludes)), "files") if wants_progress(_PROGRESS.value) else None
+    results = list(rewrite_paths(paths, in_place=_IN_PLACE.value, excludes=excludes,
+                                 max_file_bytes=_MAX_FILE_BYTES.value,
+                                 on_file=(lambda r: bar.advance(r.path)) if bar else None))
+    if bar is not None:
+        bar.close()
+    verified = _verify(results) if _VERIFY.value else {}
+    summary = _summary(results)
+    if _FORMAT.value == "json":
+        document = {"tool": "compat-rewrite", "version": __version__, "in_place": _IN_PLACE.value,
+                    "summary": summary, "exit_code": exit_code(results),
+                    "files": [r.as_dict() for r in results]}
+        if verified:
+            document["verify"] = {path: _as_json(report) for path, report in verified.items()}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        if not _IN_PLACE.value:
+            sys.stdout.write("".join(_diff(r) for r in results if r.status == "rewritten"))
+        for result in results:
+            if result.status != "unchanged" or result.sites:
+                sys.stderr.write(_text_line(result) + "\n")
+        for path, report in verified.items():
+            verdict = "equivalent" if _verified(report) else "NOT proven equivalent"
+            sys.stderr.write(f"{path}: verify: {verdict}: {report}\n")
+    sys.stderr.write(f"compat-rewrite: {summary['files']} files: {summary['rewritten']} rewritten, "
+                     f"{summary['unchanged']} unchanged, {summary['skipped']} skipped, {summary['failed']} failed; "
+                     f"{summary['sites']} legacy sites: {summary['sites_rewritten']} rewritten, "
+                     f"{summary['sites_todo']} TODO\n")
+    code = exit_code(results)
+    if any(not _verified(r) for r in verified.values()):
+        sys.stderr.write("compat-rewrite: --verify: some rewrites were not proven equivalent (see above)\n")
+        code = EXIT_INCOMPLETE
+    return code
+
+
+def _as_json(report: Any) -> Any:
+    if hasattr(report, "as_dict"):
+        return report.as_dict()
+    return str(report)
+
+
+def run() -> None:
+    """Console-script entry point (`compat-rewrite`)."""
+    sys.argv = [_ALIASES.get(a, a) for a in sys.argv]
+    run_app(main, __name__, "compat-rewrite")
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,160 @@
+"""Rewrite one module's text: find every legacy site, plan the edits, apply them, tidy up (no TensorFlow import)."""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+
+from compat.audit.suggestions import snake
+from compat.rewrite import builtin_gradients, cleanup
+from compat.rewrite.apply import ApplyPlan
+from compat.rewrite.context import ModuleContext
+from compat.rewrite.defun import find_defuns, plan_defuns
+from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, stray_map_calls
+from compat.rewrite.plan import CallEdit, Plan
+from compat.rewrite.register_gradient import Registration, build, check_uses, find_registrations, new_name
+from compat.rewrite.result import SourceResult
+
+TRIGGER_WORDS = ("Defun", "RegisterGradient", "gradient_override_map")
+
+
+def rewrite_source(text: str, path: str = "<string>") -> SourceResult:
+    """Rewrite `text` (the source of `path`); raises libcst.ParserSyntaxError if it does not parse.
+
+    Returns the new text (identical when there is nothing to do) and one `Site` per legacy pattern, each
+    `rewritten` or `todo` (left unchanged with a `# TODO(gradcompat): ...` comment saying why).
+    """
+    if not any(word in text for word in TRIGGER_WORDS):
+        return SourceResult(text)
+    ctx = ModuleContext(text)
+    alias = ctx.tf_alias()
+    plan = Plan(tf_alias=alias or "tf", add_tf_import=alias is None and "tf" not in ctx.used_names)
+    if alias is None and "tf" in ctx.used_names:
+        plan.tf_alias = ctx.fresh("tensorflow_")
+        plan.add_tf_import = True
+    _plan_overrides(ctx, plan)
+    plan_defuns(ctx, find_defuns(ctx), plan)
+    if not plan.sites:
+        return SourceResult(text)
+    plan.sites.sort()
+    new = ctx.wrapper.visit(ApplyPlan(plan))
+    if not any(s.outcome == "rewritten" for s in plan.sites):
+        plan.add_tf_import = False
+    code = cleanup.tidy(new.code, ctx, plan)
+    return SourceResult(code, tuple(plan.sites))
+
+
+def _plan_overrides(ctx: ModuleContext, plan: Plan) -> None:
+    nests = find_nests(ctx)
+    registrations = find_registrations(ctx)
+    by_key = {r.key: r for r in registrations if r.key is not None}
+    duplicated = {r.key for r in registrations if r.key is not None} if len(by_key) != len(
+        [r for r in registrations if r.key is not None]) else set()
+    for nest in nests:
+        for use in nest.uses:
+            reg = by_key.get(use.gradient)
+            if reg is not None:
+                reg.uses.append(use)
+            elif not (isinstance(use.gradient, str) and builtin_gradients.lookup(use.gradient)):
+                nest.refuse(f"gradient {use.shown} is neither registered in this file nor a built-in gradient "
+                            f"gradcompat writes out ({', '.join(builtin_gradients.BUILTIN_GRADIENTS)}): write "
+                            f"`{ctx.code(use.call.func)}` as a @tf.custom_gradient whose grad computes it, by hand")
+            elif len(use.wrapper.inputs) != 1:
+                nest.refuse(f"the built-in gradient {use.shown} has one input but "
+                            f"`{ctx.code(use.call.func)}` has {len(use.wrapper.inputs)}: rewrite by hand")
+    for reg in registrations:
+        if reg.key in duplicated:
+            reg.refuse(f"gradient {reg.shown} is registered more than once in this file: rewrite by hand")
+    _settle(ctx, nests, registrations)
+    for nest in nests:
+        _plan_nest(ctx, plan, nest, by_key)
+    for reg in registrations:
+        _plan_registration(ctx, plan, reg)
+    for call in stray_map_calls(ctx):
+        plan.todo(ctx.statement(call), ctx.line(call), "override_map",
+                  "gradient_override_map is not entered with a `with` statement here: rewrite by hand")
+
+
+def _settle(ctx: ModuleContext, nests: list[OverrideNest], registrations: list[Registration]) -> None:
+    """A map using a gradient that is not rewritten is not rewritten, and the other way round, until stable."""
+    while True:
+        for reg in registrations:
+            check_uses(ctx, reg)
+        changed = False
+        for reg in registrations:
+            for use in reg.uses:
+                if reg.problem is not None and use.nest.problem is None:
+                    use.nest.refuse(f"gradient {use.shown} is not rewritten where it is registered (see the "
+                                    "TODO there): fix that, or rewrite both by hand")
+                    changed = True
+        if not changed:
+            return
+
+
+def _plan_nest(ctx: ModuleContext, plan: Plan, nest: OverrideNest, by_key: dict) -> None:
+    if nest.problem is not None:
+        for call in nest.map_calls:
+            plan.todo(nest.outer, ctx.line(call), "override_map", nest.problem)
+        return
+    for with_node in nest.withs:
+        plan.unwraps[id(with_node)] = frozenset(nest.items[id(with_node)])
+    plan.graph_handles |= nest.handles
+    for use in nest.uses:
+        reg = by_key.get(use.gradient)
+        if reg is not None:
+            reg.new_name = reg.new_name or new_name(ctx, reg)
+            function = reg.new_name
+        else:
+            function = _builtin_helper(ctx, plan, use)
+        plan.calls[id(use.call)] = CallEdit(function, use.tensor_args)
+    for call in nest.map_calls:
+        ops = sorted({f"{u.op_type}->{u.shown}" for u in nest.uses}) or ["no op in the block"]
+        plan.rewritten(ctx.line(call), "override_map", "custom_gradient for " + ", ".join(ops))
+
+
+def _builtin_helper(ctx: ModuleContext, plan: Plan, use: OverrideUse) -> str:
+    """A module-level custom_gradient for `use` with a built-in gradient, shared by calls with one signature."""
+    helpers = plan.helper_names
+    key = (use.signature, use.gradient)
+    if key in helpers:
+        return helpers[key]
+    gradient = builtin_gradients.lookup(str(use.gradient))
+    assert gradient is not None
+    name = ctx.fresh(f"_{snake(use.op_type)}_with_{snake(str(use.gradient))}_grad")
+    args = [cst.Arg(cst.Name("x")) if i == use.tensor_args[0] or a.keyword is not None and
+            a.keyword.value == use.tensor_args[0] else a for i, a in enumerate(use.call.args)]
+    forward = ctx.module.code_for_node(use.call.with_changes(args=args))
+    entry = f'"{use.op_type}": {use.shown}'
+    source = (f"# Rewritten by gradcompat from gradient_override_map({{{entry}}}).\n"
+              f"@{plan.tf_alias}.custom_gradient\n"
+              f"def {name}(x):\n"
+              f"    y = {forward}\n\n"
+              f"    def grad(dy):\n"
+              f"        return {gradient.expression('dy')}\n\n"
+              f"    return y, grad\n")
+    plan.helpers.append(cst.parse_statement(source, config=ctx.module.config_for_parsing))
+    helpers[key] = name
+    return name
+
+
+def _build_registration(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.CSTNode) -> list[cst.BaseStatement]:
+    assert isinstance(updated, cst.FunctionDef)
+    return [build(ctx, reg, tf, updated)]
+
+
+def _plan_registration(ctx: ModuleContext, plan: Plan, reg: Registration) -> None:
+    if reg.problem is not None or reg.fn is None:
+        plan.todo(reg.anchor, reg.line, "register_gradient", reg.problem or "rewrite by hand")
+        return
+    if isinstance(reg.key, tuple):
+        for use in reg.uses:
+            plan.key_names.add(use.shown)
+        if reg.call.args:
+            plan.key_names.add(ctx.code(reg.call.args[0].value))
+    plan.replace(reg.fn, functools.partial(_build_registration, ctx, reg, plan.tf_alias))
+    if reg.hoist_from is not None:
+        plan.hoists[id(reg.fn)] = id(reg.hoist_from)
+    if reg.statement is not None:
+        plan.remove(reg.statement)
+    plan.rewritten(reg.line, "register_gradient", f"@{plan.tf_alias}.custom_gradient {reg.new_name}")

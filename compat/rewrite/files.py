@@ -1,0 +1,163 @@
+"""Read, rewrite and (with `in_place`) write files safely: regular files only, atomic, skip if changed since read."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from collections.abc import Callable, Iterable, Iterator
+
+import libcst as cst
+
+from compat.audit.walker import iter_python_files
+from compat.rewrite.engine import rewrite_source
+from compat.rewrite.result import FileResult
+
+DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class _Snapshot:
+    """What a file looked like when read: replaced only if it still looks the same."""
+
+    mtime_ns: int
+    size: int
+    digest: str
+    mode: int
+
+
+def _open_regular(path: str) -> tuple[int, os.stat_result] | str:
+    """An fd on `path` if it is a regular file, else why not (never blocks on a FIFO or device)."""
+    try:
+        before = os.stat(path)
+    except OSError as e:
+        return f"cannot read file: {e.strerror or e}"
+    if not stat.S_ISREG(before.st_mode):
+        return "not a regular file (FIFO, device, socket or directory): never opened"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        return f"cannot read file: {e.strerror or e}"
+    after = os.fstat(fd)
+    if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+        os.close(fd)
+        return "file was replaced by a special file while being opened: skipped"
+    return fd, after
+
+
+def _read(path: str, max_bytes: int) -> tuple[bytes, _Snapshot] | FileResult:
+    opened = _open_regular(path)
+    if isinstance(opened, str):
+        status = "failed" if opened.startswith("cannot read") else "skipped"
+        return FileResult(path, status, opened)  # type: ignore[arg-type]
+    fd, st = opened
+    with os.fdopen(fd, "rb") as handle:
+        if st.st_size > max_bytes:
+            return FileResult(path, "skipped", f"file is larger than the rewrite limit ({max_bytes} bytes); "
+                                               "raise --max_file_bytes to rewrite it")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        return FileResult(path, "skipped", f"file grew past the rewrite limit ({max_bytes} bytes) while read")
+    return data, _Snapshot(st.st_mtime_ns, len(data), hashlib.sha256(data).hexdigest(), stat.S_IMODE(st.st_mode))
+
+
+def _decode(data: bytes) -> tuple[str, str] | str:
+    """(text, encoding), or why the bytes are not Python source."""
+    if b"\0" in data:
+        return "binary content (NUL byte); not a Python source file"
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding), encoding
+    except (SyntaxError, UnicodeDecodeError, LookupError) as e:
+        return f"cannot decode source: {e}; save it as UTF-8 (or declare its coding) and run again"
+
+
+def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileResult:
+    """Rewrite one file; never raises for a bad file: the result says `skipped` or `failed` with the reason."""
+    read = _read(path, max_file_bytes)
+    if isinstance(read, FileResult):
+        return read
+    data, snapshot = read
+    decoded = _decode(data)
+    if isinstance(decoded, str):
+        return FileResult(path, "failed", decoded)
+    text, encoding = decoded
+    try:
+        result = rewrite_source(text, path)
+    except cst.ParserSyntaxError as e:
+        return FileResult(path, "failed", f"syntax error at line {e.raw_line}: {e.message}; not touched")
+    except RecursionError:
+        return FileResult(path, "failed", "too deeply nested to rewrite; not touched")
+    if result.text == text:
+        return FileResult(path, "unchanged", sites=result.sites, original=text, rewritten=text)
+    written = False
+    if in_place:
+        reason = _replace(path, result.text.encode(encoding), snapshot)
+        if reason:
+            return FileResult(path, "skipped", reason, result.sites, text, result.text)
+        written = True
+    return FileResult(path, "rewritten", "", result.sites, text, result.text, written)
+
+
+def _unchanged_since(path: str, snapshot: _Snapshot) -> bool:
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or (st.st_mtime_ns, st.st_size) != (snapshot.mtime_ns, snapshot.size):
+            return False
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest() == snapshot.digest
+    except OSError:
+        return False
+
+
+def _replace(path: str, data: bytes, snapshot: _Snapshot) -> str | None:
+    """Write through a temporary file in the same directory and os.replace; None on success, else why not."""
+    target = os.path.realpath(path)  # a symlink to a regular file: rewrite the file, keep the link
+    directory = os.path.dirname(target)
+    try:
+        fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    except OSError as e:
+        return f"cannot write next to the file: {e.strerror or e}"
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, snapshot.mode)
+        if not _unchanged_since(target, snapshot):
+            os.unlink(temporary)
+            return "file changed since it was read; not overwritten (run again)"
+        os.replace(temporary, target)
+    except BaseException as e:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        if isinstance(e, OSError):
+            return f"cannot write: {e.strerror or e}"
+        raise
+    return None
+
+
+def _files(paths: Iterable[str], excludes: Iterable[str]) -> Iterator[str]:
+    """Like the audit's walk, but a path given explicitly is always yielded, even a FIFO (to be reported)."""
+    excludes = tuple(excludes)
+    for root in paths:
+        if os.path.isdir(root):
+            yield from iter_python_files([root], excludes)
+        else:
+            yield root
+
+
+def rewrite_paths(
+    paths: Iterable[str], *, in_place: bool = False, excludes: Iterable[str] = (),
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, on_file: Callable[[FileResult], None] | None = None,
+) -> Iterator[FileResult]:
+    """Rewrite every `.py` file under `paths` (files given explicitly whatever their suffix), in order."""
+    for path in _files(paths, excludes):
+        result = rewrite_file(path, in_place=in_place, max_file_bytes=max_file_bytes)
+        if on_file is not None:
+            on_file(result)
+        yield result

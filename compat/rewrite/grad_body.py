@@ -1,0 +1,233 @@
+"""Turn a legacy gradient body `(op, *grads)` into the inner `grad(*grads)` of a tf.custom_gradient.
+
+`op.inputs[i]` becomes the forward's i-th input and `op.outputs[j]` its j-th output; any other use of `op`
+(`op.get_attr(...)`, `op.type`, passing `op` on) cannot be mapped and is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import libcst as cst
+
+_FIELDS = ("inputs", "outputs")
+
+
+@dataclasses.dataclass(frozen=True)
+class Refused:
+    """Why a gradient body cannot be moved into a custom_gradient, phrased for a TODO comment."""
+
+    reason: str
+
+
+def _op_field(node: cst.CSTNode, op: str) -> str | None:
+    """`inputs` for `op.inputs`, `outputs` for `op.outputs`, else None."""
+    if (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == op
+            and node.attr.value in _FIELDS):
+        return node.attr.value
+    return None
+
+
+def _index(node: cst.Subscript) -> int | None:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    return int(value.value) if isinstance(value, cst.Integer) else None
+
+
+def _single_target(stmt: cst.BaseStatement) -> tuple[cst.BaseAssignTargetExpression, cst.BaseExpression] | None:
+    if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
+            and len(stmt.body[0].targets) == 1):
+        return stmt.body[0].targets[0].target, stmt.body[0].value
+    return None
+
+
+def binding_names(node: cst.CSTNode) -> list[str]:
+    """Names a body binds in its own scope, once per binding (assignments, loop/with targets, nested defs)."""
+    found: list[str] = []
+
+    class _Collect(cst.CSTVisitor):
+        def _targets(self, target: cst.CSTNode) -> None:
+            if isinstance(target, cst.Name):
+                found.append(target.value)
+            elif isinstance(target, cst.Tuple | cst.List):
+                for element in target.elements:
+                    self._targets(element.value)
+            elif isinstance(target, cst.StarredElement):
+                self._targets(target.value)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            self._targets(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._targets(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._targets(node.target)
+
+        def visit_For(self, node: cst.For) -> None:
+            self._targets(node.target)
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            self._targets(node.name)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            self._targets(node.target)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            found.append(node.name.value)
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            found.append(node.name.value)
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    node.visit(_Collect())
+    return found
+
+
+def assigned_names(node: cst.CSTNode) -> set[str]:
+    return set(binding_names(node))
+
+
+def adoptable_names(body: cst.BaseSuite, op: str) -> dict[tuple[str, int], str]:
+    """`{("inputs", 0): "x"}` for a top-level `x = op.inputs[0]` (x bound nowhere else): names worth keeping."""
+    if not isinstance(body, cst.IndentedBlock):
+        return {}
+    counts: dict[str, int] = {}
+    for name in binding_names(body):
+        counts[name] = counts.get(name, 0) + 1
+    found: dict[tuple[str, int], str] = {}
+    for stmt in body.body:
+        pair = _single_target(stmt)
+        if pair is None:
+            continue
+        targets = pair[0].elements if isinstance(pair[0], cst.Tuple) else None
+        values = pair[1].elements if isinstance(pair[1], cst.Tuple) else None
+        couples = ([(t.value, v.value) for t, v in zip(targets, values, strict=True)]
+                   if targets is not None and values is not None and len(targets) == len(values)
+                   else [(pair[0], pair[1])])
+        for target, value in couples:
+            field = _op_field(value.value, op) if isinstance(value, cst.Subscript) else None
+            index = _index(value) if isinstance(value, cst.Subscript) else None
+            if (field and index is not None and isinstance(target, cst.Name) and counts.get(target.value) == 1
+                    and (field, index) not in found and target.value not in found.values()):
+                found[(field, index)] = target.value
+    return found
+
+
+class _MapOp(cst.CSTTransformer):
+    def __init__(self, op: str, inputs: Sequence[str], outputs: Sequence[str] | None) -> None:
+        self.op, self.targets = op, {"inputs": list(inputs), "outputs": outputs}
+        self.problems: list[str] = []
+
+    def _target(self, field: str, index: int | None) -> str | None:
+        values = self.targets[field]
+        if values is None:
+            self.problems.append(f"reads op.{field} but the number of {field} is not known statically")
+            return None
+        if index is None:
+            return "[" + ", ".join(values) + "]"
+        if not 0 <= index < len(values):
+            self.problems.append(f"reads op.{field}[{index}] but the op has {len(values)} {field}")
+            return None
+        return values[index]
+
+    def visit_Subscript(self, node: cst.Subscript) -> bool:
+        return _op_field(node.value, self.op) is None or _index(node) is None
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        field = _op_field(original.value, self.op)
+        index = _index(original)
+        if field is None or index is None:
+            return updated
+        target = self._target(field, index)
+        return updated if target is None else cst.parse_expression(target).with_changes(
+            lpar=updated.lpar, rpar=updated.rpar)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if not (isinstance(node.value, cst.Name) and node.value.value == self.op):
+            return True
+        if node.attr.value not in _FIELDS:
+            self.problems.append(
+                "reads op.get_attr(...), which has no value before the graph is built" if node.attr.value == "get_attr"
+                else f"reads op.{node.attr.value}, which a tf.custom_gradient has no equivalent for")
+        return False
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        field = _op_field(original, self.op)
+        if field is None:
+            return updated
+        target = self._target(field, None)
+        return updated if target is None else cst.parse_expression(target)
+
+    def visit_Del(self, node: cst.Del) -> bool:
+        return not (isinstance(node.target, cst.Name) and node.target.value == self.op)
+
+    def leave_SimpleStatementLine(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        kept = [s for s in updated.body if not (
+            isinstance(s, cst.Del) and isinstance(s.target, cst.Name) and s.target.value == self.op)
+            and not _is_self_assignment(s)]
+        if not kept:
+            return cst.RemoveFromParent()
+        return updated.with_changes(body=kept) if len(kept) != len(updated.body) else updated
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.op:
+            self.problems.append(f"uses `{self.op}` itself, which a tf.custom_gradient does not have")
+
+
+def _names_of(node: cst.BaseExpression) -> list[str] | None:
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.Tuple | cst.List) and all(isinstance(e.value, cst.Name) for e in node.elements):
+        return [e.value.value for e in node.elements if isinstance(e.value, cst.Name)]
+    return None
+
+
+def _is_self_assignment(stmt: cst.BaseSmallStatement) -> bool:
+    """`x = x` or `a, b = a, b`, left behind when `x = op.inputs[0]` maps onto the input named x."""
+    if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
+        return False
+    left, right = _names_of(stmt.targets[0].target), _names_of(stmt.value)
+    return left is not None and left == right
+
+
+def map_gradient_body(
+    body: cst.BaseSuite | cst.BaseExpression, op: str | None, inputs: Sequence[str], outputs: Sequence[str] | None,
+) -> cst.IndentedBlock | Refused:
+    """The body with `op` mapped (a lambda's expression becomes `return <expr>`), or why it cannot be.
+
+    Args:
+      body: the legacy gradient function's body, or a lambda's expression.
+      op: the name of its first parameter (None when it has none: nothing to map).
+      inputs, outputs: source code of the forward's inputs and outputs (`x`, `y[1]`); outputs None when unknown.
+    """
+    if isinstance(body, cst.BaseExpression):
+        block = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Return(value=body)])])
+    elif isinstance(body, cst.IndentedBlock):
+        block = body
+    else:
+        assert isinstance(body, cst.SimpleStatementSuite)
+        block = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=list(body.body))])
+    if op is None:
+        return block
+    mapper = _MapOp(op, inputs, outputs)
+    mapped = block.visit(mapper)
+    if mapper.problems:
+        return Refused("the gradient function " + "; ".join(dict.fromkeys(mapper.problems)))
+    assert isinstance(mapped, cst.IndentedBlock)
+    closure = {n for n in (*inputs, *(outputs or ())) if n.isidentifier()}
+    clash = sorted(assigned_names(mapped) & closure)
+    if clash:
+        return Refused(f"the gradient function assigns to {', '.join(clash)}, the name the rewrite gives the "
+                       "op's input or output")
+    if not mapped.body:
+        mapped = mapped.with_changes(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
+    return mapped

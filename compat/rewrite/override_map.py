@@ -1,0 +1,232 @@
+"""Find `with G.gradient_override_map({...}):` blocks and decide, op call by op call, what each override means.
+
+A block (with the maps nested in it) is rewritten only when every op it can create is visible: each call is a
+known TensorFlow wrapper (`tf_ops.WRAPPERS`), no overridden type can come from a Python operator, the map is a
+literal, and `G` is provably the default graph. Otherwise the whole block keeps its code and gets a TODO.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+import libcst.metadata as meta
+
+from compat.rewrite import tf_ops
+from compat.rewrite.context import ModuleContext
+
+GradKey = str | tuple[str, int]  # a literal gradient name, or ("var", id(assignment)) for a name bound at run time
+_NO_OP_CALLS = frozenset({"name_scope", "compat.v1.name_scope", "python.framework.ops.name_scope",
+                          "get_default_graph", "python.framework.ops.get_default_graph"})
+_OPERATORS = (cst.BinaryOperation, cst.Comparison, cst.Subscript, cst.AugAssign)
+
+
+def is_map_call(node: cst.CSTNode) -> bool:
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "gradient_override_map")
+
+
+def grad_key(ctx: ModuleContext, expr: cst.BaseExpression) -> GradKey | None:
+    """What a gradient name refers to: its literal value, or the one assignment of the variable holding it."""
+    literal = ctx.string_value(expr)
+    if literal is not None:
+        return literal
+    if isinstance(expr, cst.Name):
+        assignment = ctx.single_assignment(expr)
+        if assignment is not None:
+            return ("var", id(assignment.node))
+    return None
+
+
+@dataclasses.dataclass
+class OverrideUse:
+    """One op call whose gradient a map overrides: `tf.sign(x)` under `{"Sign": "Identity"}`."""
+
+    call: cst.Call
+    wrapper: tf_ops.OpWrapper
+    op_type: str
+    gradient: GradKey
+    shown: str  # the map value as written
+    tensor_args: tuple[int | str, ...]
+    signature: tuple[str, ...]  # callee and non-tensor arguments: uses sharing one function must agree
+    nest: OverrideNest
+
+
+@dataclasses.dataclass
+class OverrideNest:
+    """An outermost override block with the override blocks nested in it, analysed as one unit."""
+
+    outer: cst.With
+    map_calls: list[cst.Call] = dataclasses.field(default_factory=list)
+    items: dict[int, list[int]] = dataclasses.field(default_factory=dict)  # id(With) -> map item indices
+    withs: list[cst.With] = dataclasses.field(default_factory=list)
+    uses: list[OverrideUse] = dataclasses.field(default_factory=list)
+    handles: set[str] = dataclasses.field(default_factory=set)
+    problem: str | None = None
+
+    def refuse(self, reason: str) -> None:
+        if self.problem is None:
+            self.problem = reason
+
+
+def _map_items(with_node: cst.With) -> list[int]:
+    return [i for i, item in enumerate(with_node.items) if is_map_call(item.item)]
+
+
+def find_nests(ctx: ModuleContext) -> list[OverrideNest]:
+    """Every outermost override block, analysed."""
+    nests = []
+    for node in ctx.walk(ctx.module):
+        if isinstance(node, cst.With) and _map_items(node) and not any(
+                isinstance(a, cst.With) and _map_items(a) for a in ctx.ancestors(node)):
+            nests.append(_analyse(ctx, node))
+    return nests
+
+
+def stray_map_calls(ctx: ModuleContext) -> list[cst.Call]:
+    """`gradient_override_map(...)` calls that are not a `with` item (entered by hand, stored, ...)."""
+    return [n for n in ctx.walk(ctx.module) if isinstance(n, cst.Call) and is_map_call(n)
+            and not isinstance(ctx.parent(n), cst.WithItem)]
+
+
+def _parse_map(ctx: ModuleContext, call: cst.Call, nest: OverrideNest) -> dict[str, tuple[GradKey, str]]:
+    arg = call.args[0].value if len(call.args) == 1 and call.args[0].keyword is None else None
+    if not isinstance(arg, cst.Dict):
+        shown = ctx.code(arg) if arg is not None else "its arguments"
+        nest.refuse(f"the override map is built from `{shown}`, not a literal dict, so the overridden op types "
+                    "are not known statically: wrap each overridden op in a @tf.custom_gradient by hand")
+        return {}
+    result: dict[str, tuple[GradKey, str]] = {}
+    for element in arg.elements:
+        if not isinstance(element, cst.DictElement):
+            nest.refuse("the override map unpacks another mapping (`**`); list its entries literally or "
+                        "rewrite by hand")
+            continue
+        key = ctx.string_value(element.key)
+        value = grad_key(ctx, element.value)
+        if key is None or value is None:
+            nest.refuse(f"the override map entry `{ctx.code(element.key)}: {ctx.code(element.value)}` is not a "
+                        "literal op type and gradient name: rewrite it as a @tf.custom_gradient by hand")
+            continue
+        result[key] = (value, ctx.code(element.value))
+    return result
+
+
+def _check_graph(ctx: ModuleContext, call: cst.Call, nest: OverrideNest) -> None:
+    assert isinstance(call.func, cst.Attribute)
+    graph = call.func.value
+    if ctx.is_default_graph_call(graph):
+        return
+    if isinstance(graph, cst.Name):
+        found = ctx.assigned_value(graph)
+        if found and ctx.is_default_graph_call(found[1]):
+            if isinstance(found[0].scope, meta.GlobalScope | meta.ClassScope):
+                nest.refuse(f"`{graph.value}` is the default graph at import time, so the map only applies to "
+                            "ops built in that graph: check where this code runs, then use a "
+                            "@tf.custom_gradient by hand")
+            else:
+                nest.handles.add(graph.value)
+            return
+    nest.refuse(f"the map is entered on `{ctx.code(graph)}`, which the rewriter cannot prove is the graph the ops "
+                "are built in: rewrite the overridden ops as @tf.custom_gradient by hand")
+
+
+def _static(ctx: ModuleContext, expr: cst.BaseExpression) -> bool:
+    """A literal or an imported name (`tf.float32`): the same value wherever the helper is defined."""
+    if isinstance(expr, cst.SimpleString | cst.Integer | cst.Float | cst.Imaginary | cst.ConcatenatedString):
+        return True
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return _static(ctx, expr.expression)
+    return ctx.qualname(expr) is not None
+
+
+def _tensor_args(ctx: ModuleContext, call: cst.Call, wrapper: tf_ops.OpWrapper,
+                 nest: OverrideNest) -> tuple[tuple[int | str, ...], tuple[str, ...]] | None:
+    """(positions or keywords of the tensor inputs, the call's signature), or None with the nest refused."""
+    found: dict[str, int | str] = {}
+    statics: list[str] = [ctx.code(call.func)]
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            nest.refuse(f"`{ctx.code(call)}` passes `{arg.star}` arguments: spell them out, or rewrite by hand")
+            return None
+        name = arg.keyword.value if arg.keyword else (
+            wrapper.inputs[position] if position < len(wrapper.inputs) else None)
+        if name in wrapper.inputs:
+            found[name] = position if arg.keyword is None else name
+        elif _static(ctx, arg.value):
+            statics.append(ctx.code(arg).rstrip(", "))
+        else:
+            nest.refuse(f"`{ctx.code(call)}` has the argument `{ctx.code(arg.value)}`, which is neither a tensor "
+                        "input nor a literal: rewrite this op as a @tf.custom_gradient by hand")
+            return None
+    if len(found) != len(wrapper.inputs):
+        nest.refuse(f"`{ctx.code(call)}` does not pass every tensor input ({', '.join(wrapper.inputs)})")
+        return None
+    return tuple(found[n] for n in wrapper.inputs), tuple(statics)
+
+
+def _analyse(ctx: ModuleContext, outer: cst.With) -> OverrideNest:
+    nest = OverrideNest(outer)
+    _scan(ctx, outer, {}, nest)
+    return nest
+
+
+def _scan(ctx: ModuleContext, node: cst.CSTNode, active: dict[str, tuple[GradKey, str]], nest: OverrideNest) -> None:
+    if isinstance(node, cst.With) and _map_items(node):
+        indices = _map_items(node)
+        nest.withs.append(node)
+        nest.items[id(node)] = indices
+        inner = dict(active)
+        for i, item in enumerate(node.items):
+            if i in indices:
+                assert isinstance(item.item, cst.Call)
+                nest.map_calls.append(item.item)
+                if item.asname is not None:
+                    nest.refuse("the override map is bound with `as`: rewrite by hand")
+                _check_graph(ctx, item.item, nest)
+                inner.update(_parse_map(ctx, item.item, nest))
+            else:
+                _scan(ctx, item, inner, nest)
+        _scan(ctx, node.body, inner, nest)
+        return
+    if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
+        nest.refuse("the override block defines a function or class, whose ops are built later, maybe under "
+                    "another map: move it out of the block, or rewrite by hand")
+        return
+    if isinstance(node, cst.Call):
+        _scan_call(ctx, node, active, nest)
+    elif isinstance(node, _OPERATORS) or (
+            isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not)):
+        clash = sorted(set(active) & tf_ops.OPERATOR_OP_TYPES)
+        if clash:
+            nest.refuse(f"the map overrides {', '.join(clash)}, which the Python operator in "
+                        f"`{ctx.code(node).strip()}` may also create: rewrite by hand")
+    for child in node.children:
+        _scan(ctx, child, active, nest)
+
+
+def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradKey, str]], nest: OverrideNest) -> None:
+    path = ctx.public_path(call.func)
+    if path in _NO_OP_CALLS or not active:
+        return
+    wrapper = tf_ops.lookup(path)
+    if wrapper is None:
+        nest.refuse(f"the override block calls `{ctx.code(call.func)}`, code the rewriter cannot see into, which "
+                    f"may create ops of the overridden types ({', '.join(sorted(active))}): wrap each overridden "
+                    "op in a @tf.custom_gradient by hand")
+        return
+    overridden = sorted(wrapper.op_types & set(active))
+    if not overridden:
+        return
+    if wrapper.single_op is None:
+        nest.refuse(f"`{ctx.code(call.func)}` creates several ops ({', '.join(sorted(wrapper.op_types))}) and the "
+                    f"map overrides {', '.join(overridden)}: rewrite by hand")
+        return
+    found = _tensor_args(ctx, call, wrapper, nest)
+    if found is None:
+        return
+    op_type = wrapper.single_op
+    gradient, shown = active[op_type]
+    nest.uses.append(OverrideUse(call, wrapper, op_type, gradient, shown, found[0], found[1], nest))

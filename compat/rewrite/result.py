@@ -1,0 +1,82 @@
+"""What a rewrite returns: one `Site` per legacy pattern found, one `FileResult` per file (results are values)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+Outcome = Literal["rewritten", "todo"]
+Status = Literal["rewritten", "unchanged", "skipped", "failed"]
+STATUSES: tuple[Status, ...] = ("rewritten", "unchanged", "skipped", "failed")
+
+# Site patterns, named after the audit rules that find them.
+PATTERNS = {
+    "defun_grad_func": "GC001",
+    "defun_python_grad_func": "GC002",
+    "register_gradient": "GC003",
+    "override_map": "GC004",
+}
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Site:
+    """One legacy pattern at one place.
+
+    Attributes:
+      line: 1-based line of the legacy call (the same line `compat-audit` reports).
+      pattern: a key of `PATTERNS`.
+      outcome: `rewritten`, or `todo` when it was left as is with a `# TODO(gradcompat): ...` comment.
+      reason: for `todo`, why and what to do by hand; for `rewritten`, what it became.
+    """
+
+    line: int
+    pattern: str
+    outcome: Outcome
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceResult:
+    """The rewrite of one module's text: the new text (equal to the old one when nothing changed) and its sites."""
+
+    text: str
+    sites: tuple[Site, ...] = ()
+
+    @property
+    def todo(self) -> tuple[Site, ...]:
+        return tuple(s for s in self.sites if s.outcome == "todo")
+
+
+@dataclasses.dataclass(frozen=True)
+class FileResult:
+    """One file's result, like LibCST's TransformSuccess / TransformSkip / TransformFailure.
+
+    Attributes:
+      path: the file as given (or found under a given directory).
+      status: `rewritten` (changes proposed or written), `unchanged`, `skipped` (not a regular file, too
+        large, changed while being rewritten, ...) or `failed` (unreadable, undecodable, unparsable).
+      reason: why, for `skipped` and `failed`.
+      sites: the legacy patterns found, rewritten or left with a TODO.
+      original, rewritten: the text before and after (empty when skipped or failed).
+      written: whether `--in-place` wrote the file.
+    """
+
+    path: str
+    status: Status
+    reason: str = ""
+    sites: tuple[Site, ...] = ()
+    original: str = dataclasses.field(default="", repr=False)
+    rewritten: str = dataclasses.field(default="", repr=False)
+    written: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "status": self.status,
+            "reason": self.reason,
+            "written": self.written,
+            "sites": [s.as_dict() for s in self.sites],
+        }

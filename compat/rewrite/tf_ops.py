@@ -1,0 +1,75 @@
+"""TensorFlow wrappers the rewriter understands: which op types a call creates, and which arguments are tensors.
+
+Every entry was checked in a tf.compat.v1 graph (tests/rewrite/test_tf_ops.py): calling the wrapper on float
+tensors creates exactly the listed op types. A call the registry does not know is code the rewriter cannot see
+into, so an override map around it is left for a human.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class OpWrapper:
+    """A public function that creates ops; `inputs` names its tensor parameters in positional order."""
+
+    path: str
+    op_types: frozenset[str]
+    inputs: tuple[str, ...] = ("x",)
+
+    @property
+    def single_op(self) -> str | None:
+        """The op type when the wrapper creates exactly one op (the only case a gradient override can wrap)."""
+        return next(iter(self.op_types)) if len(self.op_types) == 1 else None
+
+
+WRAPPERS: dict[str, OpWrapper] = {}
+
+# Ops that Python operators, indexing and literal conversion may create inside an override block.
+OPERATOR_OP_TYPES = frozenset({
+    "Abs", "Add", "AddV2", "BatchMatMulV2", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Cast", "Const", "Div",
+    "Equal", "FloorDiv", "FloorMod", "Greater", "GreaterEqual", "Identity", "Invert", "Less", "LessEqual",
+    "LogicalAnd", "LogicalNot", "LogicalOr", "MatMul", "Mul", "Neg", "NotEqual", "Pack", "Pow", "RealDiv",
+    "Reshape", "Shape", "StridedSlice", "Sub", "TrueDiv",
+})
+
+_MODULES = {"math": "python.ops.math_ops", "array": "python.ops.array_ops", "nn": "python.ops.nn_ops",
+            "clip": "python.ops.clip_ops"}
+
+
+def _register(op_types: str | tuple[str, ...], inputs: tuple[str, ...], *paths: str, internal: str = "math") -> None:
+    types = frozenset((op_types,) if isinstance(op_types, str) else op_types)
+    leaf = paths[0].rsplit(".", 1)[-1]
+    for path in (*paths, f"{_MODULES[internal]}.{leaf}"):
+        WRAPPERS[path] = OpWrapper(path, types, inputs)
+
+
+# Single-op wrappers: a call can be wrapped in a tf.custom_gradient.
+_register("Sign", ("x",), "sign", "math.sign")
+_register("Round", ("x",), "round", "math.round")
+_register("Floor", ("x",), "floor", "math.floor")
+_register("Ceil", ("x",), "math.ceil", "ceil")
+_register("Identity", ("input",), "identity", internal="array")
+_register("Neg", ("x",), "negative", "math.negative")
+_register("Relu", ("features",), "nn.relu", internal="nn")
+_register("Sigmoid", ("x",), "sigmoid", "math.sigmoid", "nn.sigmoid")
+_register("Tanh", ("x",), "tanh", "math.tanh", "nn.tanh")
+_register("Exp", ("x",), "exp", "math.exp")
+_register("Square", ("x",), "square", "math.square")
+_register("StopGradient", ("input",), "stop_gradient", internal="array")
+_register("Mul", ("x", "y"), "multiply", "math.multiply")
+_register("Maximum", ("x", "y"), "maximum", "math.maximum")
+_register("Minimum", ("x", "y"), "minimum", "math.minimum")
+# Several ops, or ops that depend on the argument: allowed in a block only when none of their types is overridden.
+_register(("Abs", "ComplexAbs"), ("x",), "abs", "math.abs")
+_register(("Const", "Max"), ("input_tensor",), "reduce_max", "math.reduce_max")
+_register(("Const", "Sum"), ("input_tensor",), "reduce_sum", "math.reduce_sum")
+_register(("Const", "Mean"), ("input_tensor",), "reduce_mean", "math.reduce_mean")
+_register(("Const", "Maximum", "Minimum"), ("t",), "clip_by_value", internal="clip")
+_register(("Cast",), ("x",), "cast", internal="math")
+
+
+def lookup(public_path: str | None) -> OpWrapper | None:
+    """The wrapper for `sign`, `math.sign` or `python.ops.math_ops.sign` (paths below `tensorflow`)."""
+    return WRAPPERS.get(public_path or "")

@@ -1,0 +1,44 @@
+"""DoReFa-Net quantizers for weights and activations (after tensorpack's dorefa.py)."""
+
+import tensorflow as tf
+
+
+# Rewritten by gradcompat from gradient_override_map({"Round": "Identity"}).
+@tf.custom_gradient
+def _round_with_identity_grad(x):
+    y = tf.round(x)
+
+    def grad(dy):
+        return dy
+
+    return y, grad
+
+
+GRADCOMPAT_ENTRIES = {"entry": [("float32", [6])]}
+
+
+def get_dorefa(bitW, bitA):
+    """Return the weight and activation quantizers for the given bit widths."""
+
+    def quantize(x, k):
+        n = float(2 ** k - 1)
+        return _round_with_identity_grad(x * n) / n
+
+    def fw(x):
+        if bitW == 32:
+            return x
+        x = tf.tanh(x)
+        x = x / tf.reduce_max(tf.abs(x)) * 0.5 + 0.5
+        return 2 * quantize(x, bitW) - 1
+
+    def fa(x):
+        if bitA == 32:
+            return x
+        return quantize(x, bitA)
+
+    return fw, fa
+
+
+def entry(x):
+    fw, fa = get_dorefa(2, 3)
+    return fa(tf.sigmoid(fw(x)))

@@ -1,0 +1,121 @@
+"""Files are rewritten safely: regular files only, atomically, keeping permissions, never over a newer version."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from compat.rewrite import files, rewrite_file
+
+LEGACY = """import tensorflow as tf
+
+
+def f(x):
+    with tf.get_default_graph().gradient_override_map({"Sign": "Identity"}):
+        return tf.sign(x)
+"""
+
+
+@pytest.fixture
+def legacy_file(tmp_path: Path) -> Path:
+    path = tmp_path / "ste.py"
+    path.write_text(LEGACY)
+    path.chmod(0o640)
+    return path
+
+
+def test_dry_run_changes_nothing(legacy_file: Path) -> None:
+    result = rewrite_file(str(legacy_file))
+    assert result.status == "rewritten" and not result.written
+    assert legacy_file.read_text() == LEGACY
+
+
+def test_in_place_writes_atomically_and_keeps_permissions(legacy_file: Path) -> None:
+    result = rewrite_file(str(legacy_file), in_place=True)
+    assert result.status == "rewritten" and result.written
+    assert legacy_file.read_text() == result.rewritten != LEGACY
+    assert stat.S_IMODE(legacy_file.stat().st_mode) == 0o640
+    assert sorted(p.name for p in legacy_file.parent.iterdir()) == ["ste.py"], "no temporary file left behind"
+    again = rewrite_file(str(legacy_file), in_place=True)
+    assert again.status == "unchanged" and not again.written
+
+
+def test_file_changed_since_read_is_skipped(legacy_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = files.rewrite_source
+
+    def edit_meanwhile(text: str, path: str):  # another editor saves the file while we rewrite it
+        result = real(text, path)
+        legacy_file.write_text(LEGACY + "# edited meanwhile\n")
+        return result
+
+    monkeypatch.setattr(files, "rewrite_source", edit_meanwhile)
+    result = rewrite_file(str(legacy_file), in_place=True)
+    assert result.status == "skipped" and "changed since it was read" in result.reason
+    assert legacy_file.read_text().endswith("# edited meanwhile\n")
+    assert sorted(p.name for p in legacy_file.parent.iterdir()) == ["ste.py"]
+
+
+def test_unparsable_file_is_reported_and_not_touched(tmp_path: Path) -> None:
+    path = tmp_path / "py2.py"
+    text = "import tensorflow as tf\nprint 'gradient_override_map'\n"
+    path.write_text(text)
+    result = rewrite_file(str(path), in_place=True)
+    assert result.status == "failed" and "syntax error" in result.reason
+    assert path.read_text() == text
+
+
+def test_non_utf8_file_fails_with_advice(tmp_path: Path) -> None:
+    path = tmp_path / "latin.py"
+    path.write_bytes(b"# caf\xe9\nimport tensorflow as tf  # RegisterGradient\n")
+    result = rewrite_file(str(path), in_place=True)
+    assert result.status == "failed" and "UTF-8" in result.reason
+
+
+def test_declared_encoding_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "latin.py"
+    source = "# -*- coding: latin-1 -*-\n# café\n" + LEGACY
+    path.write_bytes(source.encode("latin-1"))
+    result = rewrite_file(str(path), in_place=True)
+    assert result.status == "rewritten"
+    assert path.read_bytes().decode("latin-1") == result.rewritten
+
+
+def test_huge_file_is_skipped_with_a_clear_reason(tmp_path: Path) -> None:
+    path = tmp_path / "big.py"
+    path.write_text(LEGACY + "# padding\n" * 2000)
+    result = rewrite_file(str(path), in_place=True, max_file_bytes=1000)
+    assert result.status == "skipped" and "larger than the rewrite limit" in result.reason
+    assert "max_file_bytes" in result.reason
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_and_symlink_to_fifo_are_skipped_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.py"
+    link.symlink_to(fifo)
+    results: dict[str, object] = {}
+
+    def run() -> None:
+        results["fifo"] = rewrite_file(str(fifo), in_place=True)
+        results["link"] = rewrite_file(str(link), in_place=True)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "rewrite_file blocked on a FIFO"
+    for key in ("fifo", "link"):
+        result = results[key]
+        assert result.status == "skipped" and "not a regular file" in result.reason  # type: ignore[attr-defined]
+
+
+def test_symlink_to_regular_file_rewrites_the_target(legacy_file: Path, tmp_path: Path) -> None:
+    link = tmp_path / "alias.py"
+    link.symlink_to(legacy_file)
+    result = rewrite_file(str(link), in_place=True)
+    assert result.written and link.is_symlink()
+    assert legacy_file.read_text() == result.rewritten
