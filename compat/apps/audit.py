@@ -28,7 +28,7 @@ from compat.audit.engine import AuditReport
 from compat.audit.findings import FileResult
 from compat.audit.formats import FORMATS, RenderOptions, render
 from compat.audit.formats.text import summary
-from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, iter_python_files
+from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PARSE_BYTES, iter_python_files
 
 _FORMAT = flags.DEFINE_enum("format", "text", list(FORMATS), "Output format.")
 _OUTPUT = flags.DEFINE_string("output", None, "Write the report to this file (atomically) instead of stdout.")
@@ -43,7 +43,10 @@ _STRICT = flags.DEFINE_bool(
     "mention a legacy gradient API are parsed; all are read and decoded).")
 _MAX_FILE_BYTES = flags.DEFINE_integer(
     "max_file_bytes", DEFAULT_MAX_FILE_BYTES, "Files larger than this are only streamed through the "
-    "pre-filter; if they mention a legacy API they are GC000.", lower_bound=1)
+    "pre-filter; if they mention a legacy API (or with --strict) they are GC000.", lower_bound=1)
+_MAX_PARSE_BYTES = flags.DEFINE_integer(
+    "max_parse_bytes", DEFAULT_MAX_PARSE_BYTES, "Files larger than this are GC000 if they need parsing: "
+    "parsing takes up to ~920x the file size in memory, per worker.", lower_bound=1)
 _SUGGESTIONS = flags.DEFINE_bool("show_suggestions", False, "Text format: print each suggestion, indented.")
 _LIST_RULES = flags.DEFINE_bool("list_rules", False, "Print the rules and exit.")
 
@@ -90,7 +93,7 @@ def main(argv: Sequence[str]) -> int:
     bar = _ProgressBar(sum(1 for _ in iter_python_files(paths, excludes))) if show_progress else None
     report: AuditReport = audit_paths(
         paths, excludes=excludes, jobs=_JOBS.value or None, strict=_STRICT.value,
-        max_file_bytes=_MAX_FILE_BYTES.value, on_file=bar,
+        max_file_bytes=_MAX_FILE_BYTES.value, max_parse_bytes=_MAX_PARSE_BYTES.value, on_file=bar,
     )
     if bar is not None:
         bar.close()

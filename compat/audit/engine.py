@@ -13,7 +13,7 @@ from compat.audit import data as tf_data
 from compat.audit.findings import FileResult, Finding, Site
 from compat.audit.rules import RULES, Severity
 from compat.audit.visitor import audit_tree
-from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, iter_python_files, read_and_parse
+from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PARSE_BYTES, iter_python_files, read_and_parse
 
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_MIN_FILES = 48
@@ -51,11 +51,14 @@ class AuditReport:
 class _Options:
     strict: bool
     max_file_bytes: int
+    max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES
 
 
-def audit_file(path: str, strict: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileResult:
+def audit_file(path: str, strict: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+               max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES) -> FileResult:
     """Audit one file (per-file rules only). Never raises: failures are GC000 findings."""
-    result, tree, text = read_and_parse(path, strict=strict, max_file_bytes=max_file_bytes)
+    result, tree, text = read_and_parse(path, strict=strict, max_file_bytes=max_file_bytes,
+                                        max_parse_bytes=max_parse_bytes)
     if tree is None:
         return result
     try:
@@ -74,7 +77,7 @@ def _not_audited(result: FileResult, message: str) -> FileResult:
 
 def _audit_task(args: tuple[str, _Options]) -> FileResult:
     path, opts = args
-    return audit_file(path, opts.strict, opts.max_file_bytes)
+    return audit_file(path, opts.strict, opts.max_file_bytes, opts.max_parse_bytes)
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
@@ -134,6 +137,7 @@ def audit_paths(
     jobs: int | None = None,
     strict: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES,
     on_file: Callable[[FileResult], None] | None = None,
 ) -> AuditReport:
     """Audit every `.py` file under `paths`; never imports or executes the scanned code.
@@ -145,6 +149,7 @@ def audit_paths(
       strict: parse every file, so a syntax error anywhere is GC000 (slower: by default files without
         any legacy-gradient word are only read and decoded, not parsed).
       max_file_bytes: larger files are streamed through the pre-filter, and GC000 if they need parsing.
+      max_parse_bytes: larger files are GC000 if they need parsing (parse memory is up to ~920x the size).
       on_file: called with each file's result as it completes (e.g. a progress bar).
 
     Returns:
@@ -155,7 +160,7 @@ def audit_paths(
       >>> [f"{f.path}:{f.line}: {f.rule}" for f in report.findings]
     """
     data = tf_data.load()
-    opts = _Options(strict=strict, max_file_bytes=max_file_bytes)
+    opts = _Options(strict=strict, max_file_bytes=max_file_bytes, max_parse_bytes=max_parse_bytes)
     findings: list[Finding] = []
     registrations: list[Site] = []
     targets: list[Site] = []
