@@ -100,3 +100,36 @@ def test_app_never_imports_tensorflow(tree, tmp_path):
                           text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 1, proc.stderr
     assert "LEAKED=[]" in proc.stderr
+
+
+def test_output_to_a_device_node_writes_it_and_leaves_it_a_device(tree, tmp_path):
+    import os
+    import stat
+
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a /dev/null clone; the real one is never used
+    except OSError as e:
+        pytest.skip(f"cannot create a device node here ({e})")
+    proc = _run("--format=json", f"--output={device}", str(tree))
+    assert proc.returncode == 1, proc.stderr
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
+
+
+@pytest.mark.parametrize("output", ["/proc/compat-audit-test.json", "{tree}/clean.py/report.json", "{tree}"],
+                         ids=["proc", "under_a_file", "directory"])
+def test_unwritable_output_is_exit_2_before_the_audit(tree, output):
+    output = output.format(tree=tree)
+    proc = _run(f"--output={output}", str(tree))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"compat-audit: --output={output}")
+    assert "scanned" not in proc.stderr  # the audit never started: no summary line
+
+
+def test_output_fifo_without_reader_is_exit_2_not_a_hang(tree, tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pipe")
+    proc = _run(f"--output={tmp_path / 'pipe'}", str(tree))
+    assert proc.returncode == 2 and "FIFO with no reader" in proc.stderr
