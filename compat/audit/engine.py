@@ -10,7 +10,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 
 from compat.audit import data as tf_data
-from compat.audit.findings import FileResult, Finding, Site
+from compat.audit.branches import exclusive
+from compat.audit.findings import FileResult, Finding, Site, display_path
 from compat.audit.rules import RULES, Severity
 from compat.audit.visitor import audit_tree
 from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PARSE_BYTES, iter_python_files, read_and_parse
@@ -96,8 +97,8 @@ def _results(paths: Iterable[str], opts: _Options, jobs: int) -> Iterable[FileRe
         return
     tf_data.load()  # loaded once in the parent; forked workers inherit it.
     with _pool_context().Pool(jobs) as pool:
-        tasks = ((p, opts) for chain in (head, paths) for p in chain)
-        yield from pool.imap_unordered(_audit_task, tasks, chunksize=_CHUNKSIZE)
+        streamed = ((p, opts) for chain in (head, paths) for p in chain)
+        yield from pool.imap_unordered(_audit_task, streamed, chunksize=_CHUNKSIZE)
 
 
 def tree_findings(registrations: Iterable[Site], override_targets: Iterable[Site],
@@ -109,12 +110,15 @@ def tree_findings(registrations: Iterable[Site], override_targets: Iterable[Site
         by_name[site.name].append(site)
     for name, sites in by_name.items():
         sites.sort(key=lambda s: (s.path, s.line, s.col))
-        first = sites[0]
-        for site in sites[1:]:
+        for i, site in enumerate(sites):
+            first = next((s for s in sites[:i] if not _exclusive(s, site)), None)
+            if first is None:
+                continue
             findings.append(Finding(
                 site.path, site.line, site.col, "GC008", site.end_line, str(RULES["GC008"].severity),
-                f"gradient {name!r} is registered again (first at {first.path}:{first.line}); TensorFlow "
-                f"raises KeyError: Registering two gradient with name {name!r} when both modules are imported",
+                f"gradient {name!r} is registered again (first at {display_path(first.path)}:{first.line}); "
+                f"TensorFlow raises KeyError: Registering two gradient with name {name!r} when both modules "
+                "are imported",
                 f"Rename one registration (e.g. {name + '_v2'!r}) and update the gradient_override_map "
                 "values that point to it.",
             ))
@@ -128,6 +132,11 @@ def tree_findings(registrations: Iterable[Site], override_targets: Iterable[Site
                 "the scan.",
             ))
     return findings
+
+
+def _exclusive(a: Site, b: Site) -> bool:
+    """Registrations in different arms of one if/else (or match, or except/else) never both run."""
+    return a.path == b.path and exclusive(a.branches, b.branches)
 
 
 def audit_paths(
