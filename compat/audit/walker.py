@@ -44,9 +44,9 @@ def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = ()) -> Ite
 
     Directories are walked in sorted order following symlinks, but each real directory (device, inode) is
     entered once, so symlink loops end. A directory that cannot be listed is yielded itself (it becomes a
-    GC000), as is any explicit path that is not a directory (a FIFO or a device is a GC000, never opened). `excludes` are glob patterns matched against the path relative to
-    the given root, against the path as displayed, and against the base name (`build`, `*_pb2.py`,
-    `third_party/*`).
+    GC000), as is any explicit path that is not a directory (a FIFO or a device is a GC000, never opened).
+    `excludes` are glob patterns matched against the path relative to the given root, against the path as
+    displayed, and against the base name (`build`, `*_pb2.py`, `third_party/*`).
     """
     excludes = tuple(excludes)
     for root in paths:

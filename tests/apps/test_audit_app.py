@@ -40,10 +40,10 @@ def test_exit_1_with_text_findings(tree):
     proc = _run(str(tree))
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines == [f"{tree}/legacy.py:2:2: GC003 RegisterGradient('A') on 'g': a graph-mode gradient "
-                     "registry entry",
-                     f"{tree}/vendor/other.py:2:2: GC003 RegisterGradient('B') on 'g': a graph-mode gradient "
-                     "registry entry"]
+    assert lines == [f"{tree}/legacy.py:2:2: GC003 warning: RegisterGradient('A') on 'g': a graph-mode "
+                     "gradient registry entry",
+                     f"{tree}/vendor/other.py:2:2: GC003 warning: RegisterGradient('B') on 'g': a graph-mode "
+                     "gradient registry entry"]
     assert "[" not in proc.stderr  # no progress bar when stderr is not a terminal
 
 
@@ -133,3 +133,17 @@ def test_output_fifo_without_reader_is_exit_2_not_a_hang(tree, tmp_path):
     os.mkfifo(tmp_path / "pipe")
     proc = _run(f"--output={tmp_path / 'pipe'}", str(tree))
     assert proc.returncode == 2 and "FIFO with no reader" in proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json", "sarif"])
+def test_non_utf8_file_names_are_reported_in_every_format(tmp_path, fmt):
+    import os
+
+    src = tmp_path / "src"
+    src.mkdir()
+    with open(os.path.join(os.fsencode(src), b"caf\xe9.py"), "wb") as f:
+        f.write(LEGACY.encode())
+    out = tmp_path / f"report.{fmt}"
+    proc = _run(f"--format={fmt}", f"--output={out}", str(src))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "caf" in out.read_text(encoding="utf-8")
