@@ -290,3 +290,29 @@ def test_syntax_errors_name_the_grammar_used(tmp_path):
     message = result.findings[0].message
     assert "f-string" in message
     assert f"grammar of the Python running compat-audit, {sys.version_info[0]}.{sys.version_info[1]}." in message
+
+
+def test_a_tree_with_every_hostile_case_finishes_and_reports_each(tmp_path):
+    """Issue #9's acceptance tree: bounded time (subprocess timeout) and memory (RLIMIT_AS 2 GiB)."""
+    (tmp_path / "good.py").write_text(LEGACY.format(name="Good"))
+    (tmp_path / "alias.py").write_text("import tensorflow as tf\nRG = tf.RegisterGradient\n@RG('Alias')\n"
+                                       "def g(op, grad):\n    return grad.numpy()\n")
+    os.mkfifo(tmp_path / "pipe.py")
+    os.symlink("/dev/zero", tmp_path / "zero.py")
+    (tmp_path / "oneline.py").write_text("# RegisterGradient\nx = [" + "1, " * (5 * 1024 * 1024 // 3) + "]\n")
+    (tmp_path / "deep.py").write_text("# RegisterGradient\nx = " + "-" * 100_000 + "1\n")
+    with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.py"), "wb") as f:
+        f.write(LEGACY.format(name="Latin").encode())
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        result = audit_in_subprocess(tmp_path, as_unprivileged=True, timeout=120)
+    finally:
+        locked.chmod(0o755)
+    rules = _rules(result)
+    assert rules["good.py"] == ["GC003"] and sorted(rules["alias.py"]) == ["GC003", "GC006"]
+    assert rules["caf\udce9.py"] == ["GC003"]
+    for special in ("pipe.py", "zero.py", "oneline.py", "deep.py", "locked"):
+        assert rules[special] == ["GC000"], special
+    assert result["peak_mib"] < 500
