@@ -1,7 +1,8 @@
 """Benchmark: compat-audit vs tf_upgrade_v2 on the installed TensorFlow package's own source tree.
 
-Run: `python benchmarks/audit_speed.py [--skip-upgrade] [--jobs N]`. Prints files, lines, seconds, lines/s,
-the speed ratio, and peak RSS (children included). Neither step imports TensorFlow in this process.
+Run: `python benchmarks/audit_speed.py [--skip-upgrade] [--skip-tree] [--jobs N]`. Prints files, lines, seconds,
+lines/s, the speed ratio, and peak RSS (children included); first, the peak RSS of auditing one 5 MB one-line file
+(parsing it would take ~1.7 GiB; the parse limit keeps it to the read). Neither step imports TensorFlow here.
 """
 
 from __future__ import annotations
@@ -43,6 +44,23 @@ def run_audit(tree: str, jobs: int | None) -> tuple[int, int, float, int]:
     return report.files_scanned, report.lines, seconds, len(report.findings)
 
 
+def big_file_case(megabytes: int = 5) -> tuple[float, float, str]:
+    """(seconds, peak RSS MiB, outcome) of auditing one `megabytes` MB one-line file in a fresh process."""
+    script = ("import sys\nfrom compat.audit import audit_paths\nr = audit_paths([sys.argv[1]], jobs=1)\n"
+              "print(', '.join(f'{f.rule}: {f.message[:90]}' for f in r.findings) or 'no findings')\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "oneline.py")
+        with open(path, "w") as f:
+            f.write("import tensorflow as tf  # RegisterGradient\nx = [" + "1, " * (megabytes * 10**6 // 3) + "]\n")
+        start = time.perf_counter()
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        proc = subprocess.Popen([sys.executable, "-c", script, path], stdout=subprocess.PIPE, text=True, env=env)
+        out = proc.stdout.read() if proc.stdout else ""
+        _, _, usage = os.wait4(proc.pid, 0)  # this child's own peak, not the largest child so far
+        proc.returncode = 0
+    return time.perf_counter() - start, usage.ru_maxrss / 1024, out.strip()
+
+
 def run_tf_upgrade_v2(tree: str, timeout: float) -> tuple[float, int, int, str]:
     """Seconds, files and lines tf_upgrade_v2 processed (or the part it survived), and how it ended."""
     exe = shutil.which("tf_upgrade_v2") or str(Path(sys.executable).parent / "tf_upgrade_v2")
@@ -73,7 +91,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=None, help="audit worker processes (default: CPUs)")
     parser.add_argument("--skip-upgrade", action="store_true", help="time compat-audit only")
     parser.add_argument("--timeout", type=float, default=1800, help="tf_upgrade_v2 time limit (s)")
+    parser.add_argument("--skip-tree", action="store_true", help="only the 5 MB file case")
     args = parser.parse_args()
+    seconds, rss, outcome = big_file_case()
+    print(f"5 MB one-line file: {seconds:.2f} s, peak RSS {rss:.0f} MiB; {outcome}")
+    if args.skip_tree:
+        return
     tree = tensorflow_tree()
     print(f"tree: {tree} ({os.cpu_count()} CPUs)")
     run_audit(tree, args.jobs)  # warm the page cache so both tools read from memory

@@ -1,42 +1,28 @@
-"""What every gradcompat absl app shares: exit codes, atomic output, a stderr progress bar, the runner."""
+"""What every gradcompat absl app shares: exit codes, safe output, a stderr progress bar, the runner."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn, TextIO
 
 from absl import app, flags, logging
 
+from compat.apps._output import write_output
+
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 def write_atomically(path: str, text: str) -> None:
-    """Write `text` to `path` through a temporary file and os.replace: the file is never half-written."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    """Create `path`'s missing parent directories, then `write_output` (kept for apps not yet checking first)."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a report is an ordinary file
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    except OSError:
+        pass  # write_output raises OutputError with the reason
+    write_output(path, text)
 
 
 class ProgressBar:

@@ -3,7 +3,8 @@
 Usage:
   compat-audit [--format=text|json|sarif|markdown] [--output=FILE] [--exclude=GLOB,...] PATH...
 
-Exit codes: 0 no findings, 1 findings, 2 usage error. Never imports TensorFlow or the scanned code.
+Exit codes: 0 no findings, 1 findings, 2 usage error (an --output that cannot be written included).
+Never imports TensorFlow or the scanned code.
 """
 
 from __future__ import annotations
@@ -21,17 +22,19 @@ from compat.apps._common import (
     ProgressBar,
     run_app,
     wants_progress,
-    write_atomically,
 )
+from compat.apps._output import OutputError, check_output_path, write_output
 from compat.audit import RULES, audit_paths
 from compat.audit.engine import AuditReport
 from compat.audit.findings import FileResult
 from compat.audit.formats import FORMATS, RenderOptions, render
 from compat.audit.formats.text import summary
-from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, iter_python_files
+from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PARSE_BYTES, iter_python_files
 
 _FORMAT = flags.DEFINE_enum("format", "text", list(FORMATS), "Output format.")
-_OUTPUT = flags.DEFINE_string("output", None, "Write the report to this file (atomically) instead of stdout.")
+_OUTPUT = flags.DEFINE_string(
+    "output", None, "Write the report to this file instead of stdout: a regular file is replaced atomically "
+    "(a symlink's target), a device or FIFO is written as it is. Checked before the audit starts.")
 _EXCLUDE = flags.DEFINE_multi_string(
     "exclude", [], "Glob of paths to skip, matched against the path relative to each PATH and the base "
     "name; repeatable or comma-separated (e.g. --exclude='*_pb2.py,third_party/*').")
@@ -43,7 +46,10 @@ _STRICT = flags.DEFINE_bool(
     "mention a legacy gradient API are parsed; all are read and decoded).")
 _MAX_FILE_BYTES = flags.DEFINE_integer(
     "max_file_bytes", DEFAULT_MAX_FILE_BYTES, "Files larger than this are only streamed through the "
-    "pre-filter; if they mention a legacy API they are GC000.", lower_bound=1)
+    "pre-filter; if they mention a legacy API (or with --strict) they are GC000.", lower_bound=1)
+_MAX_PARSE_BYTES = flags.DEFINE_integer(
+    "max_parse_bytes", DEFAULT_MAX_PARSE_BYTES, "Files larger than this are GC000 if they need parsing: "
+    "parsing takes up to ~920x the file size in memory, per worker.", lower_bound=1)
 _SUGGESTIONS = flags.DEFINE_bool("show_suggestions", False, "Text format: print each suggestion, indented.")
 _LIST_RULES = flags.DEFINE_bool("list_rules", False, "Print the rules and exit.")
 
@@ -82,21 +88,28 @@ def main(argv: Sequence[str]) -> int:
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
         raise app.UsageError(f"no such file or directory: {', '.join(missing)}", exitcode=EXIT_USAGE)
-    if _OUTPUT.value and os.path.isdir(_OUTPUT.value):
-        raise app.UsageError(f"--output={_OUTPUT.value} is a directory; give a file name",
-                             exitcode=EXIT_USAGE)
+    if _OUTPUT.value is not None:
+        try:
+            check_output_path(_OUTPUT.value)
+        except OutputError as e:
+            sys.stderr.write(f"compat-audit: {e}\n")
+            return EXIT_USAGE
     excludes = _excludes(_EXCLUDE.value)
     show_progress = wants_progress(_PROGRESS.value)
     bar = _ProgressBar(sum(1 for _ in iter_python_files(paths, excludes))) if show_progress else None
     report: AuditReport = audit_paths(
         paths, excludes=excludes, jobs=_JOBS.value or None, strict=_STRICT.value,
-        max_file_bytes=_MAX_FILE_BYTES.value, on_file=bar,
+        max_file_bytes=_MAX_FILE_BYTES.value, max_parse_bytes=_MAX_PARSE_BYTES.value, on_file=bar,
     )
     if bar is not None:
         bar.close()
     text = render(report, _FORMAT.value, RenderOptions(base_dir=os.getcwd(), suggestions=_SUGGESTIONS.value))
-    if _OUTPUT.value:
-        write_atomically(_OUTPUT.value, text)
+    if _OUTPUT.value is not None:
+        try:
+            write_output(_OUTPUT.value, text)
+        except OutputError as e:
+            sys.stderr.write(f"compat-audit: {e}\n")
+            return EXIT_USAGE
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -10,10 +10,11 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 
 from compat.audit import data as tf_data
-from compat.audit.findings import FileResult, Finding, Site
+from compat.audit.branches import exclusive
+from compat.audit.findings import FileResult, Finding, Site, display_path
 from compat.audit.rules import RULES, Severity
 from compat.audit.visitor import audit_tree
-from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, iter_python_files, read_and_parse
+from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PARSE_BYTES, iter_python_files, read_and_parse
 
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_MIN_FILES = 48
@@ -51,11 +52,14 @@ class AuditReport:
 class _Options:
     strict: bool
     max_file_bytes: int
+    max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES
 
 
-def audit_file(path: str, strict: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileResult:
+def audit_file(path: str, strict: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+               max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES) -> FileResult:
     """Audit one file (per-file rules only). Never raises: failures are GC000 findings."""
-    result, tree, text = read_and_parse(path, strict=strict, max_file_bytes=max_file_bytes)
+    result, tree, text = read_and_parse(path, strict=strict, max_file_bytes=max_file_bytes,
+                                        max_parse_bytes=max_parse_bytes)
     if tree is None:
         return result
     try:
@@ -74,7 +78,7 @@ def _not_audited(result: FileResult, message: str) -> FileResult:
 
 def _audit_task(args: tuple[str, _Options]) -> FileResult:
     path, opts = args
-    return audit_file(path, opts.strict, opts.max_file_bytes)
+    return audit_file(path, opts.strict, opts.max_file_bytes, opts.max_parse_bytes)
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
@@ -93,8 +97,8 @@ def _results(paths: Iterable[str], opts: _Options, jobs: int) -> Iterable[FileRe
         return
     tf_data.load()  # loaded once in the parent; forked workers inherit it.
     with _pool_context().Pool(jobs) as pool:
-        tasks = ((p, opts) for chain in (head, paths) for p in chain)
-        yield from pool.imap_unordered(_audit_task, tasks, chunksize=_CHUNKSIZE)
+        streamed = ((p, opts) for chain in (head, paths) for p in chain)
+        yield from pool.imap_unordered(_audit_task, streamed, chunksize=_CHUNKSIZE)
 
 
 def tree_findings(registrations: Iterable[Site], override_targets: Iterable[Site],
@@ -106,12 +110,15 @@ def tree_findings(registrations: Iterable[Site], override_targets: Iterable[Site
         by_name[site.name].append(site)
     for name, sites in by_name.items():
         sites.sort(key=lambda s: (s.path, s.line, s.col))
-        first = sites[0]
-        for site in sites[1:]:
+        for i, site in enumerate(sites):
+            first = next((s for s in sites[:i] if not _exclusive(s, site)), None)
+            if first is None:
+                continue
             findings.append(Finding(
                 site.path, site.line, site.col, "GC008", site.end_line, str(RULES["GC008"].severity),
-                f"gradient {name!r} is registered again (first at {first.path}:{first.line}); TensorFlow "
-                f"raises KeyError: Registering two gradient with name {name!r} when both modules are imported",
+                f"gradient {name!r} is registered again (first at {display_path(first.path)}:{first.line}); "
+                f"TensorFlow raises KeyError: Registering two gradient with name {name!r} when both modules "
+                "are imported",
                 f"Rename one registration (e.g. {name + '_v2'!r}) and update the gradient_override_map "
                 "values that point to it.",
             ))
@@ -127,6 +134,11 @@ def tree_findings(registrations: Iterable[Site], override_targets: Iterable[Site
     return findings
 
 
+def _exclusive(a: Site, b: Site) -> bool:
+    """Registrations in different arms of one if/else (or match, or except/else) never both run."""
+    return a.path == b.path and exclusive(a.branches, b.branches)
+
+
 def audit_paths(
     paths: Iterable[str],
     *,
@@ -134,6 +146,7 @@ def audit_paths(
     jobs: int | None = None,
     strict: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES,
     on_file: Callable[[FileResult], None] | None = None,
 ) -> AuditReport:
     """Audit every `.py` file under `paths`; never imports or executes the scanned code.
@@ -145,6 +158,7 @@ def audit_paths(
       strict: parse every file, so a syntax error anywhere is GC000 (slower: by default files without
         any legacy-gradient word are only read and decoded, not parsed).
       max_file_bytes: larger files are streamed through the pre-filter, and GC000 if they need parsing.
+      max_parse_bytes: larger files are GC000 if they need parsing (parse memory is up to ~920x the size).
       on_file: called with each file's result as it completes (e.g. a progress bar).
 
     Returns:
@@ -155,7 +169,7 @@ def audit_paths(
       >>> [f"{f.path}:{f.line}: {f.rule}" for f in report.findings]
     """
     data = tf_data.load()
-    opts = _Options(strict=strict, max_file_bytes=max_file_bytes)
+    opts = _Options(strict=strict, max_file_bytes=max_file_bytes, max_parse_bytes=max_parse_bytes)
     findings: list[Finding] = []
     registrations: list[Site] = []
     targets: list[Site] = []

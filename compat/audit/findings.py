@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 
 
 class Severity(enum.StrEnum):
@@ -38,18 +39,41 @@ class Finding:
     suggestion: str = ""
 
     def as_dict(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
+        """JSON-ready: `path` is valid UTF-8 text; a name that is not adds `path_bytes_hex`, its exact bytes."""
+        out: dict[str, object] = dataclasses.asdict(self)
+        out["path"] = display_path(self.path)
+        if out["path"] != self.path:
+            out["path_bytes_hex"] = os.fsencode(self.path).hex()
+        return out
+
+
+def display_path(path: str) -> str:
+    """`path` as valid UTF-8 text: bytes of a file name that are not UTF-8 show as `\\xNN` (never a crash).
+
+    Paths come from the file system as `str` with such bytes smuggled in as surrogates (PEP 383), which
+    no encoder accepts; reports use this form, plus the exact bytes where a format can carry them.
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
 
 
 @dataclasses.dataclass(frozen=True)
 class Site:
-    """A named thing at a place: a registered gradient name, or an override-map value that points at one."""
+    """A named thing at a place: a registered gradient name, or an override-map value that points at one.
+
+    `branches` lists the exclusive arms (see `compat.audit.branches`) the place is in, so that two
+    registrations in the if and else arms of one statement are not reported as duplicates.
+    """
 
     name: str
     path: str
     line: int
     col: int
     end_line: int
+    branches: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

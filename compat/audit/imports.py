@@ -3,79 +3,116 @@
 from __future__ import annotations
 
 import ast
-import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from typing import TypeGuard
+
+from compat.audit.scopes import Binding, ScopeTree, position
 
 TF_ROOT = "tensorflow"
 TF1_PREFIX = "tensorflow.compat.v1."
-_TF_NAMESPACES = ("tensorflow.", "tensorflow.compat.v1.", "tensorflow.compat.v2.")
+_IMPORT_MODULE = "importlib.import_module"
 
 
-@dataclasses.dataclass(frozen=True)
 class ImportMap:
-    """Local name -> fully qualified name, from every `import` in the module (any scope).
+    """Resolves expressions to the dotted names they refer to, through imports and aliases, scope by scope.
 
-    Attributes:
-      aliases: e.g. `{"tf": "tensorflow.compat.v1", "tff": "tensorflow.python.framework.function"}`.
-      star_modules: modules imported with `from M import *`; unresolved bare names may come from them.
+    Follows `import`/`from ... import` (any scope), assignments (`RG = tf.RegisterGradient`),
+    `getattr(tf, "RegisterGradient")`, `__import__("tensorflow")` and `importlib.import_module("...")`.
+    A name is looked up in the scope of the expression using it (function, enclosing functions, module),
+    so a function-local `import numpy as tf` does not change what `tf` means elsewhere. When one scope
+    binds a name several times (`try: import tensorflow as tf` / `except ImportError: tf = None`), a
+    TensorFlow binding wins, the latest before the use first.
     """
 
-    aliases: dict[str, str]
-    star_modules: tuple[str, ...] = ()
+    def __init__(self, scopes: ScopeTree) -> None:
+        self.scopes = scopes
+        self.star_modules = tuple(scopes.star_modules)
+        self._resolved: dict[int, str | None] = {}
+        self._resolving: set[int] = set()
 
     @classmethod
-    def from_tree(cls, tree: ast.AST) -> ImportMap:
-        return cls.from_statements(n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom))
-
-    @classmethod
-    def from_statements(cls, statements: Iterable[ast.stmt]) -> ImportMap:
-        """Build from the module's import statements, in source order (later imports win)."""
-        aliases: dict[str, str] = {}
-        stars: list[str] = []
-        for node in statements:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        aliases[alias.asname] = alias.name
-                    else:
-                        # `import tensorflow.compat.v1` binds `tensorflow`.
-                        top = alias.name.split(".", 1)[0]
-                        aliases.setdefault(top, top)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    if alias.name == "*":
-                        stars.append(node.module)
-                    else:
-                        aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        return cls(aliases, tuple(stars))
+    def from_tree(cls, tree: ast.Module) -> ImportMap:
+        return cls(ScopeTree(tree))
 
     def local_names_for(self, predicate: Callable[[str], bool]) -> list[str]:
-        """Local names whose imported qualname satisfies `predicate` (e.g. aliases of `Defun`)."""
-        return [local for local, target in self.aliases.items() if predicate(target)]
+        """Names bound anywhere to a dotted name satisfying `predicate` (e.g. every alias of `Defun`)."""
+        names = {name for name, b in self.scopes.all_bindings() if (q := self._binding(b)) and predicate(q)}
+        return sorted(names)
+
+    def assigned_value(self, node: ast.Name) -> ast.expr | None:
+        """The expression last assigned to the name `node` uses, in its scope (None if not an assignment)."""
+        bindings = self.scopes.at(position(node)).lookup(node.id)
+        values = [b.value for b in bindings or () if b.value is not None]
+        return values[-1] if values else None
 
     def qualname(self, node: ast.AST) -> str | None:
-        """The dotted name an expression refers to, with its root resolved through imports.
+        """The dotted name an expression refers to, with its root resolved through imports and aliases.
 
-        Returns None for anything that is not a `Name`/`Attribute` chain rooted at an imported name
-        (or at a bare name that a TensorFlow star import could provide).
+        Returns None for anything that is not a `Name`/`Attribute` chain (or `getattr`/`__import__` call)
+        rooted at an imported name (or at a bare name that a TensorFlow star import could provide).
         """
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        if not isinstance(node, ast.Name):
+        if isinstance(node, ast.Call):
+            root = self._call_qualname(node)
+        elif isinstance(node, ast.Name):
+            root = self._name(node)
+        else:
             return None
-        root = self.aliases.get(node.id)
-        if root is None:
+        return ".".join([root, *reversed(parts)]) if root else None
+
+    def _name(self, node: ast.Name) -> str | None:
+        bindings = self.scopes.at(position(node)).lookup(node.id)
+        if bindings is None:
             tf_star = next((m for m in self.star_modules if is_tf(m)), None)
-            if tf_star is None:
+            return f"{tf_star}.{node.id}" if tf_star else None
+        resolved = [(b.pos, self._binding(b)) for b in bindings]
+        tf_bound = [(pos, q) for pos, q in resolved if is_tf(q)] or resolved
+        before = [q for pos, q in tf_bound if pos <= position(node)]
+        return before[-1] if before else tf_bound[-1][1]
+
+    def _binding(self, binding: Binding) -> str | None:
+        key = id(binding)
+        if key not in self._resolved:
+            if key in self._resolving:  # `a = a.b`: a cycle resolves to nothing
                 return None
-            root = f"{tf_star}.{node.id}"
-        return ".".join([root, *reversed(parts)])
+            self._resolving.add(key)
+            self._resolved[key] = binding.imported if binding.value is None else self.qualname(binding.value)
+            self._resolving.discard(key)
+        return self._resolved[key]
+
+    def _call_qualname(self, call: ast.Call) -> str | None:
+        """`getattr(X, "name")` -> X's name + ".name"; `__import__("tensorflow")` -> `tensorflow`."""
+        func = call.func
+        literal = _str(call.args[1]) if len(call.args) > 1 else None
+        if isinstance(func, ast.Name) and func.id == "getattr" and literal and self._is_builtin(func):
+            base = self.qualname(call.args[0])
+            return f"{base}.{literal}" if base else None
+        module = _str(call.args[0]) if call.args else None
+        if module is None:
+            return None
+        if isinstance(func, ast.Name) and func.id == "__import__" and self._is_builtin(func):
+            fromlist = call.args[3] if len(call.args) > 3 else next(
+                (k.value for k in call.keywords if k.arg == "fromlist"), None)
+            # __import__("a.b") returns package `a`, unless a non-empty fromlist asks for `a.b` itself.
+            wants_leaf = isinstance(fromlist, ast.List | ast.Tuple) and bool(fromlist.elts)
+            return module if wants_leaf else module.split(".", 1)[0]
+        if self.qualname(func) == _IMPORT_MODULE:
+            return module
+        return None
+
+    def _is_builtin(self, node: ast.Name) -> bool:
+        return self.scopes.at(position(node)).lookup(node.id) is None
 
 
-def is_tf(qualname: str | None) -> bool:
-    return bool(qualname) and (qualname == TF_ROOT or qualname.startswith(TF_ROOT + "."))
+def _str(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def is_tf(qualname: str | None) -> TypeGuard[str]:
+    return qualname is not None and (qualname == TF_ROOT or qualname.startswith(TF_ROOT + "."))
 
 
 def tf_leaf(qualname: str | None) -> str | None:

@@ -85,6 +85,29 @@ def for_defun(fn_name: str | None, grad_fn: str, python_grad: bool) -> str:
     )
 
 
+# What is wrong with a TF1 API in TF2 code, beyond its spelling; others get the generic reason.
+_GRAPH_ONLY = "a graph-only API: under eager execution or in tf.function "
+_TF1_PROBLEMS: dict[str, str] = {
+    "get_default_graph": _GRAPH_ONLY + "it is not the graph a tf.GradientTape records (eagerly, a global graph "
+    "no op enters; in tf.function, the function's graph), so gradient overrides set on it are not what the tape "
+    "uses",
+    "Session": _GRAPH_ONLY + "there is no graph for it to run: it only runs graphs built with eager execution "
+    "disabled, and what it computes is never seen by a tf.GradientTape",
+    "InteractiveSession": _GRAPH_ONLY + "there is no graph for it to run",
+    "placeholder": _GRAPH_ONLY + "it raises eagerly, and a tf.function takes tensors as arguments instead",
+}
+_TF1_GENERIC = ("a TF1 graph-and-session API: it works with eager execution disabled, and may fail or act on "
+                "another graph than the one a tf.GradientTape records under eager execution or in tf.function")
+
+
+def tf1_api_problem(name: str, via_compat_v1: bool) -> str:
+    """GC005's message: what is really wrong (starts with the name as written, `tf.X` or `tf.compat.v1.X`)."""
+    problem = _TF1_PROBLEMS.get(name) or _TF1_PROBLEMS.get(name.rsplit(".", 1)[-1]) or _TF1_GENERIC
+    if via_compat_v1:
+        return f"tf.compat.v1.{name} is {problem}"
+    return f"tf.{name} does not exist in TF2 (AttributeError), only as tf.compat.v1.{name}, which is {problem}"
+
+
 def for_tf1_api(name: str, via_compat_v1: bool) -> str:
     leaf = name.rsplit(".", 1)[-1]
     advice = _TF1_REPLACEMENTS.get(name) or _TF1_REPLACEMENTS.get(leaf)

@@ -26,14 +26,17 @@ def iter_nodes(roots: Iterable[ast.AST]) -> Iterator[ast.AST]:
 
 
 def child_statement_lists(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
-    for field in _STMT_LIST_FIELDS:
-        body = getattr(stmt, field, None)
-        if body and isinstance(body[0], ast.stmt):
-            yield body
+    """The statement lists nested in `stmt`, in source order (body, handlers, cases, else, finally)."""
+    body = getattr(stmt, "body", None)
+    if body and isinstance(body[0], ast.stmt):
+        yield body
     for handler in getattr(stmt, "handlers", ()):
         yield handler.body
     for case in getattr(stmt, "cases", ()):
         yield case.body
+    for field in ("orelse", "finalbody"):
+        if block := getattr(stmt, field, None):
+            yield block
 
 
 def iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -42,8 +45,7 @@ def iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     while stack:
         stmt = stack.pop()
         yield stmt
-        for child in child_statement_lists(stmt):
-            stack.extend(reversed(child))
+        stack.extend(reversed([s for child in child_statement_lists(stmt) for s in child]))
 
 
 def header_expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
@@ -99,5 +101,4 @@ def nodes_on_lines(body: list[ast.stmt], lines: LineSet) -> Iterator[ast.AST]:
             continue
         yield stmt
         yield from iter_nodes(header_expressions(stmt))
-        for child in child_statement_lists(stmt):
-            stack.extend(reversed(child))
+        stack.extend(reversed([s for child in child_statement_lists(stmt) for s in child]))

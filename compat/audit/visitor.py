@@ -10,10 +10,12 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from compat.audit import suggestions
+from compat.audit.branches import BranchMap
 from compat.audit.data import TFData
 from compat.audit.findings import FileResult, Finding, Site
 from compat.audit.imports import ImportMap, is_tf, tf_leaf, tf_public_name
 from compat.audit.rules import RULES, Severity
+from compat.audit.scopes import position
 from compat.audit.traverse import LineSet, iter_nodes, iter_statements, nodes_on_lines
 
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
@@ -62,7 +64,8 @@ class ModuleAudit:
         self.source = source
         self.data = data
         self.lines = lines
-        self.imports = ImportMap({})
+        self.imports = ImportMap.from_tree(tree)
+        self._branches: BranchMap | None = None
         self.findings: list[Finding] = []
         self.tf1_findings: list[Finding] = []
         self.registrations: list[Site] = []
@@ -82,19 +85,23 @@ class ModuleAudit:
     # -- helpers ---------------------------------------------------------------------------------------
     def _add(self, rule: str, node: ast.AST, message: str, suggestion: str, severity: str | None = None,
              into: list[Finding] | None = None) -> None:
+        line, col = position(node)
         (self.findings if into is None else into).append(Finding(
             path=self.path,
-            line=getattr(node, "lineno", 1),
-            col=getattr(node, "col_offset", 0) + 1,
+            line=line,
+            col=col + 1,
             rule=rule,
-            end_line=getattr(node, "end_lineno", None) or getattr(node, "lineno", 1),
+            end_line=getattr(node, "end_lineno", None) or line,
             severity=str(severity or RULES[rule].severity),
             message=message,
             suggestion=suggestion,
         ))
 
     def _site(self, name: str, node: ast.AST) -> Site:
-        return Site(name, self.path, node.lineno, node.col_offset + 1, node.end_lineno or node.lineno)
+        if self._branches is None:  # built on the first registration: most files have none
+            self._branches = BranchMap(self.tree)
+        line, col = position(node)
+        return Site(name, self.path, line, col + 1, getattr(node, "end_lineno", None) or line, self._branches.at(node))
 
     def _leaf(self, func: ast.AST) -> str | None:
         return tf_leaf(self.imports.qualname(func))
@@ -107,10 +114,7 @@ class ModuleAudit:
 
     # -- the walk --------------------------------------------------------------------------------------
     def run(self) -> FileResult:
-        statements = list(iter_statements(self.tree.body))
-        self.imports = ImportMap.from_statements(
-            s for s in statements if isinstance(s, ast.Import | ast.ImportFrom))
-        for stmt in statements:
+        for stmt in iter_statements(self.tree.body):
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
                 self._visit_def(stmt)
             elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Dict | ast.Call):
@@ -142,6 +146,8 @@ class ModuleAudit:
     def _trigger_pattern(self) -> re.Pattern[str]:
         aliases = self.imports.local_names_for(lambda q: tf_leaf(q) in _TRIGGER_APIS)
         aliases += self.imports.local_names_for(lambda q: tf_leaf(q) in _GRAPH_MODE_SWITCHES)
+        aliases += [name for name, b in self.imports.scopes.all_bindings()  # `gom = g.gradient_override_map`
+                    if b.value is not None and self._member(b.value) == "gradient_override_map"]
         words = sorted({*_TRIGGER_WORDS, *aliases, *_GRAPH_MODE_SWITCHES})
         pattern = "|".join(re.escape(w) for w in words)
         if self.custom_gradient_fns:
@@ -179,7 +185,7 @@ class ModuleAudit:
             self._visit_defun(node)
         elif leaf == "RegisterGradient":
             self._visit_register(node)
-        elif isinstance(node.func, ast.Attribute) and node.func.attr == "gradient_override_map":
+        elif self._member(node.func) == "gradient_override_map":
             self._visit_override_map(node)
         elif leaf == "function" and self._is_tf_function(node.func) and node.args:
             arg = node.args[0]
@@ -193,6 +199,18 @@ class ModuleAudit:
             name = _str(node.func.args[0]) if node.func.args else None
             if name and isinstance(node.args[0], ast.Name):
                 self.registered_fn[name] = node.args[0].id
+
+    def _member(self, func: ast.expr, depth: int = 0) -> str | None:
+        """`m` for `x.m`, `getattr(x, "m")`, or a name assigned one of those (`gom = g.gradient_override_map`)."""
+        if isinstance(func, ast.Attribute):
+            return func.attr
+        if (isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "getattr"
+                and len(func.args) >= 2):
+            return _str(func.args[1])
+        if isinstance(func, ast.Name) and depth < 4:
+            value = self.imports.assigned_value(func)
+            return self._member(value, depth + 1) if value is not None else None
+        return None
 
     def _visit_defun(self, node: ast.Call) -> None:
         decorated = self._decorated_by(node)
@@ -218,7 +236,7 @@ class ModuleAudit:
         if name:
             self.registrations.append(self._site(name, node))
         shown = repr(name) if name else "<non-literal name>"
-        fn = self.registered_fn.get(name or "", self._decorated_by(node))
+        fn = self._decorated_by(node) or self.registered_fn.get(name or "")
         op_type = next((op for op, grad in self.override_pairs if grad == name), None)
         self._add(
             "GC003", node,
@@ -231,8 +249,8 @@ class ModuleAudit:
         if isinstance(arg, ast.Dict):
             return [(k, v) for k, v in zip(arg.keys, arg.values, strict=True) if k is not None]
         if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id == "dict":
-            items = [(ast.copy_location(ast.Constant(kw.arg), kw.value), kw.value) for kw in arg.keywords
-                     if kw.arg]
+            items: list[tuple[ast.AST, ast.AST]] = [
+                (ast.copy_location(ast.Constant(kw.arg), kw.value), kw.value) for kw in arg.keywords if kw.arg]
             for a in arg.args:
                 items += self._mapping_items(a, seen)
             return items
@@ -242,7 +260,7 @@ class ModuleAudit:
         return []
 
     def _visit_override_map(self, node: ast.Call) -> None:
-        arg = node.args[0] if node.args else None
+        arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "op_type_map"), None)
         items = self._mapping_items(arg) if arg is not None else []
         pairs = [(_str(k), _str(v)) for k, v in items]
         shown = ast.unparse(arg) if arg is not None else ""
@@ -250,8 +268,9 @@ class ModuleAudit:
         literal = bool(items) and all(k and v for k, v in pairs)
         self._add(
             "GC004", node,
-            f"gradient_override_map({shown})" + ("" if literal else
-                                                 " (entries not all literal; check every entry)"),
+            f"gradient_override_map({shown})" + ("" if literal else " (entries not all literal; check every entry)")
+            + ": a graph-only override; a tf.GradientTape (eager or in tf.function) looks gradients up by the "
+            "real op type and silently ignores it",
             "\n\n".join(
                 suggestions.for_registered_gradient(v, self.registered_fn.get(v or ""), k, self.data)
                 for k, v in (_real_op_pairs(pairs, self.data) or [(None, None)])
@@ -286,10 +305,9 @@ class ModuleAudit:
         if public is None or public[0] not in self.data.tf1_only_apis:
             return
         name, via_v1 = public
-        where = "tf.compat.v1" if via_v1 else "tf"
         self._add(
             "GC005", node,
-            f"{where}.{name} is a TF1-only API (absent from the TF2 `tf` namespace)",
+            suggestions.tf1_api_problem(name, via_v1),
             suggestions.for_tf1_api(name, via_v1),
             into=self.tf1_findings,
         )
@@ -353,16 +371,16 @@ class ModuleAudit:
         for i, f in enumerate(self.findings):
             if f.rule != "GC003":
                 continue
-            grad = next((s.name for s in self.registrations if s.line == f.line and s.col == f.col), None)
-            if grad in ops_by_grad:
-                fn = self.registered_fn.get(grad)
-                self.findings[i] = dataclasses.replace(
-                    f, suggestion=suggestions.for_registered_gradient(grad, fn, ops_by_grad[grad], self.data))
+            registered = next((s.name for s in self.registrations if s.line == f.line and s.col == f.col), None)
+            if registered in ops_by_grad:
+                impl = self.registered_fn.get(registered or "")
+                self.findings[i] = dataclasses.replace(f, suggestion=suggestions.for_registered_gradient(
+                    registered, impl, ops_by_grad[registered], self.data))
 
 
 def _real_op_pairs(pairs: list[tuple[str | None, str | None]], data: TFData) -> list[tuple[str | None, str | None]]:
     """The override-map entries worth a rewrite suggestion: misspelt op types get GC007 instead."""
-    real = [(key, value) for key, value in pairs if key in data.op_types]
+    real: list[tuple[str | None, str | None]] = [(key, value) for key, value in pairs if key in data.op_types]
     return real or pairs
 
 

@@ -6,9 +6,12 @@ import ast
 import fnmatch
 import io
 import os
+import platform
 import re
+import stat
 import tokenize
 from collections.abc import Iterable, Iterator
+from typing import BinaryIO
 
 from compat.audit.findings import FileResult, Finding
 from compat.audit.rules import RULES
@@ -16,7 +19,17 @@ from compat.audit.rules import RULES
 # Every per-file rule needs one of these words in the file; files without them are never parsed.
 TRIGGERS = re.compile(rb"Defun|RegisterGradient|gradient_override_map|custom_gradient")
 _LONGEST_TRIGGER = len(b"gradient_override_map")
+# Files up to this size are read and decoded whole; larger ones are only streamed through the pre-filter.
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
+# ast.parse peak memory, measured on CPython 3.11.7 (peak RSS growth / source bytes): one tiny statement per
+# line (`a\n`) 923x, `f(x)\n` 745x, a one-line list of ints 331x; real generated code (TensorFlow's
+# gen_nn_ops.py, 650 KB) 75x. Lines bound nothing (a one-line file is as costly), so the limit is in bytes:
+# at 1 MiB the worst case peaks at 941 MiB per worker (18 MiB baseline), so one worker per core on 2 cores
+# fits in 2 GiB. Larger files are streamed through the pre-filter and are GC000 only if they need parsing.
+DEFAULT_MAX_PARSE_BYTES = 1024 * 1024
+_PARSE_BYTES_PER_BYTE = 923
+_GRAMMAR_NOTE = (f"parsed with the grammar of the Python running compat-audit, {platform.python_version()}; "
+                 "code for a newer Python needs compat-audit run under that Python")
 _CHUNK = 1 << 20
 
 
@@ -30,18 +43,21 @@ def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = ()) -> Ite
     """Yield `.py` files under `paths` (files given explicitly are yielded whatever their suffix).
 
     Directories are walked in sorted order following symlinks, but each real directory (device, inode) is
-    entered once, so symlink loops end. `excludes` are glob patterns matched against the path relative to
-    the given root, against the path as displayed, and against the base name (`build`, `*_pb2.py`,
-    `third_party/*`).
+    entered once, so symlink loops end. A directory that cannot be listed is yielded itself (it becomes a
+    GC000), as is any explicit path that is not a directory (a FIFO or a device is a GC000, never opened).
+    `excludes` are glob patterns matched against the path relative to the given root, against the path as
+    displayed, and against the base name (`build`, `*_pb2.py`, `third_party/*`).
     """
     excludes = tuple(excludes)
     for root in paths:
-        if os.path.isfile(root):
+        if not os.path.isdir(root):  # a file, FIFO or device named explicitly: read_and_parse says which
             if not _is_excluded(_posix(root), excludes):
                 yield _posix(root)
             continue
         visited: set[tuple[int, int]] = set()
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        unlisted: list[OSError] = []
+        for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted.append, followlinks=True):
+            yield from _drain(unlisted)
             try:
                 st = os.stat(dirpath)
             except OSError:
@@ -65,6 +81,15 @@ def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = ()) -> Ite
                 if _is_excluded(rel_dir + name, excludes) or _is_excluded(full, excludes):
                     continue
                 yield full
+        yield from _drain(unlisted)
+
+
+def _drain(unlisted: list[OSError]) -> Iterator[str]:
+    """Directories os.walk could not list, yielded like files so that each becomes a GC000."""
+    while unlisted:
+        error = unlisted.pop(0)
+        if error.filename is not None:
+            yield _posix(os.fsdecode(error.filename))
 
 
 def _posix(path: str) -> str:
@@ -82,35 +107,86 @@ def _count_lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def _scan_large(path: str, limit: int) -> FileResult:
-    """Stream a file over the size limit: no trigger word -> nothing to audit; else GC000 (too large)."""
-    lines = 0
-    tail = b""
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            lines += chunk.count(b"\n")
-            window = tail + chunk
-            if TRIGGERS.search(window):
-                return _gc000(path, f"file is larger than the audit limit ({limit} bytes) and mentions a "
-                                    "legacy gradient API; raise --max_file_bytes to audit it")
-            tail = window[-_LONGEST_TRIGGER:]
+class _NotRegular(Exception):
+    """`path` is not a regular file; the message says what it is."""
+
+
+def _describe(path: str, mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        try:
+            with os.scandir(path):
+                pass
+        except OSError as e:
+            return f"cannot list directory ({e.strerror or e}); the files in it were not audited"
+        return "is a directory, not a Python file"
+    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
+    return f"not a regular file ({kind}); the audit only opens regular files, so it was not read"
+
+
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _open_regular(path: str) -> tuple[int, int]:
+    """(fd, size) of a regular file, opened without blocking; raises _NotRegular for anything else."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise _NotRegular(_describe(path, mode))
+    # O_NONBLOCK: if a FIFO replaced the file since the stat, open() must not wait for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise _NotRegular(_describe(path, st.st_mode))
+    os.set_blocking(fd, True)
+    return fd, st.st_size
+
+
+def _scan_large(path: str, f: BinaryIO, head: bytes, size: int, limit: int, strict: bool) -> FileResult:
+    """Stream a file over the size limit: no trigger word -> nothing to audit; else GC000 (too large).
+
+    At most max(size, limit) + one chunk bytes are read, so a file that keeps growing cannot hold the run.
+    """
+    lines = head.count(b"\n")
+    found = bool(TRIGGERS.search(head))
+    tail = head[-_LONGEST_TRIGGER:]
+    budget = max(size, limit) + _CHUNK - len(head)
+    while not found and budget > 0 and (chunk := f.read(min(_CHUNK, budget))):
+        budget -= len(chunk)
+        lines += chunk.count(b"\n")
+        window = tail + chunk
+        found = bool(TRIGGERS.search(window))
+        tail = window[-_LONGEST_TRIGGER:]
+    if budget <= 0 and f.read(1):
+        return _gc000(path, f"file kept growing while it was read (past {max(size, limit)} bytes); "
+                            "audit it again once it is complete", lines)
+    if found or strict:
+        why = "mentions a legacy gradient API" if found else "--strict parses every file"
+        return _gc000(path, f"file is larger than the read limit ({limit} bytes) and {why}; not audited: "
+                            "raise --max_file_bytes to audit it", lines)
     return FileResult(path, lines=lines)
 
 
 def read_and_parse(
-    path: str, *, strict: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    path: str, *, strict: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES,
 ) -> tuple[FileResult, ast.Module | None, str]:
     """Read `path` once and parse it if it may contain a legacy pattern (or always, when `strict`).
+
+    Only regular files are opened; at most `max_file_bytes` (+1) bytes are held whatever size the file
+    reports, and only files up to `max_parse_bytes` are parsed (parsing costs hundreds of times the size).
 
     Returns (result, tree, text): `tree` is None when the file was skipped by the pre-filter or failed; a failure
     is a GC000 finding in `result`, never an exception.
     """
     try:
-        size = os.path.getsize(path)
-        if size > max_file_bytes:
-            return _scan_large(path, max_file_bytes), None, ""
-        with open(path, "rb") as f:
-            data = f.read()
+        fd, size = _open_regular(path)
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(max_file_bytes + 1)
+            if len(data) > max_file_bytes:
+                return _scan_large(path, f, data, size, max_file_bytes, strict), None, ""
+    except _NotRegular as e:
+        return _gc000(path, str(e)), None, ""
     except OSError as e:
         return _gc000(path, f"cannot read file: {e.strerror or e}"), None, ""
     lines = _count_lines(data)
@@ -124,11 +200,24 @@ def read_and_parse(
         return _gc000(path, f"cannot decode source: {e}", lines), None, ""
     if not strict and not TRIGGERS.search(data):
         return FileResult(path, lines=lines), None, text
+    if len(data) > max_parse_bytes:
+        return _gc000(path, f"file is {len(data)} bytes ({lines} lines), over the parse limit ({max_parse_bytes} "
+                            f"bytes): parsing takes up to {_PARSE_BYTES_PER_BYTE}x the file size in memory; raise "
+                            "--max_parse_bytes to audit it", lines), None, ""
+    return _parse(path, text, lines)
+
+
+def _parse(path: str, text: str, lines: int) -> tuple[FileResult, ast.Module | None, str]:
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as e:
         hint = " (Python 2 code?)" if "print" in str(e.msg) or "Missing parentheses" in str(e.msg) else ""
-        return _gc000(path, f"syntax error: {e.msg}{hint}", lines, e.lineno or 1, e.offset or 1), None, ""
-    except (ValueError, RecursionError, MemoryError) as e:
+        return _gc000(path, f"syntax error: {e.msg}{hint} [{_GRAMMAR_NOTE}]", lines, e.lineno or 1,
+                      e.offset or 1), None, ""
+    except (MemoryError, RecursionError) as e:
+        detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        return _gc000(path, f"cannot parse: expressions nested too deeply for the parser ({detail}); Python "
+                            f"cannot compile this file either [{_GRAMMAR_NOTE}]", lines), None, ""
+    except ValueError as e:
         return _gc000(path, f"cannot parse: {type(e).__name__}: {e}", lines), None, ""
     return FileResult(path, lines=lines, parsed=True), tree, text

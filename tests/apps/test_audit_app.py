@@ -40,10 +40,10 @@ def test_exit_1_with_text_findings(tree):
     proc = _run(str(tree))
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines == [f"{tree}/legacy.py:2:2: GC003 RegisterGradient('A') on 'g': a graph-mode gradient "
-                     "registry entry",
-                     f"{tree}/vendor/other.py:2:2: GC003 RegisterGradient('B') on 'g': a graph-mode gradient "
-                     "registry entry"]
+    assert lines == [f"{tree}/legacy.py:2:2: GC003 warning: RegisterGradient('A') on 'g': a graph-mode "
+                     "gradient registry entry",
+                     f"{tree}/vendor/other.py:2:2: GC003 warning: RegisterGradient('B') on 'g': a graph-mode "
+                     "gradient registry entry"]
     assert "[" not in proc.stderr  # no progress bar when stderr is not a terminal
 
 
@@ -100,3 +100,50 @@ def test_app_never_imports_tensorflow(tree, tmp_path):
                           text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 1, proc.stderr
     assert "LEAKED=[]" in proc.stderr
+
+
+def test_output_to_a_device_node_writes_it_and_leaves_it_a_device(tree, tmp_path):
+    import os
+    import stat
+
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a /dev/null clone; the real one is never used
+    except OSError as e:
+        pytest.skip(f"cannot create a device node here ({e})")
+    proc = _run("--format=json", f"--output={device}", str(tree))
+    assert proc.returncode == 1, proc.stderr
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
+
+
+@pytest.mark.parametrize("output", ["/proc/compat-audit-test.json", "{tree}/clean.py/report.json", "{tree}"],
+                         ids=["proc", "under_a_file", "directory"])
+def test_unwritable_output_is_exit_2_before_the_audit(tree, output):
+    output = output.format(tree=tree)
+    proc = _run(f"--output={output}", str(tree))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"compat-audit: --output={output}")
+    assert "scanned" not in proc.stderr  # the audit never started: no summary line
+
+
+def test_output_fifo_without_reader_is_exit_2_not_a_hang(tree, tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pipe")
+    proc = _run(f"--output={tmp_path / 'pipe'}", str(tree))
+    assert proc.returncode == 2 and "FIFO with no reader" in proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json", "sarif"])
+def test_non_utf8_file_names_are_reported_in_every_format(tmp_path, fmt):
+    import os
+
+    src = tmp_path / "src"
+    src.mkdir()
+    with open(os.path.join(os.fsencode(src), b"caf\xe9.py"), "wb") as f:
+        f.write(LEGACY.encode())
+    out = tmp_path / f"report.{fmt}"
+    proc = _run(f"--format={fmt}", f"--output={out}", str(src))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "caf" in out.read_text(encoding="utf-8")

@@ -6,6 +6,7 @@ import stat
 import pytest
 
 from compat.apps._common import ProgressBar, write_atomically
+from compat.apps._output import OutputError
 
 
 def test_atomic_write_creates_directories_and_an_ordinary_file(tmp_path):
@@ -22,7 +23,7 @@ def test_atomic_write_creates_directories_and_an_ordinary_file(tmp_path):
 def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     target = tmp_path / "report.txt"
     target.write_text("old")
-    with pytest.raises(UnicodeEncodeError):
+    with pytest.raises(OutputError, match=str(target)):
         write_atomically(str(target), "bad \udcff surrogate")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.txt"]

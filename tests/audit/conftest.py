@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable
 
@@ -25,3 +26,32 @@ def audit_source(tmp_path) -> Callable[..., AuditReport]:
 
     return run
 
+
+
+@pytest.fixture
+def non_utf8_report(tmp_path) -> AuditReport:
+    """A finding in a file whose name is not UTF-8 (`caf\\xe9.py`, Latin-1 on disk), plus a GC008 naming it."""
+    legacy = b"import tensorflow as tf\ntf.RegisterGradient('A')(abs)\n"
+    with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.py"), "wb") as f:
+        f.write(legacy)
+    (tmp_path / "later.py").write_bytes(legacy)
+    return audit_paths([str(tmp_path)], jobs=1)
+
+
+IF_ELSE_REGISTRATIONS = """
+import tensorflow as tf
+if tf.__version__ < "2":
+    @tf.RegisterGradient("A")
+    def first(op, grad):
+        return grad
+else:
+    @tf.RegisterGradient("A")
+    def second(op, grad):
+        return -grad
+"""
+
+
+@pytest.fixture
+def if_else_report(audit_source) -> AuditReport:
+    """One gradient name registered in the if arm and in the else arm (lines 4 and 8): only one runs."""
+    return audit_source(IF_ELSE_REGISTRATIONS)

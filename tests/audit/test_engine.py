@@ -68,3 +68,34 @@ def test_an_internal_failure_on_one_file_is_gc000_and_the_run_goes_on(tmp_path, 
     assert by_file["odd.py"].rule == "GC000"
     assert "compat-audit failed on this file (ValueError: unexpected construct)" in by_file["odd.py"].message
     assert by_file["fine.py"].rule == "GC003"
+
+
+def test_gc008_not_for_the_two_arms_of_one_if_else(if_else_report, audit_source):
+    assert [f.rule for f in if_else_report.findings] == ["GC003", "GC003"]
+    report = audit_source("""
+        import tensorflow as tf
+        try:
+            import fast
+        except ImportError:
+            tf.RegisterGradient("B")(abs)
+        else:
+            tf.RegisterGradient("B")(abs)
+    """)
+    assert "GC008" not in [f.rule for f in report.findings]
+
+
+def test_gc008_still_for_an_if_inside_a_loop_or_after_it(audit_source):
+    report = audit_source("""
+        import tensorflow as tf
+        for flag in (True, False):
+            if flag:
+                tf.RegisterGradient("A")(abs)
+            else:
+                tf.RegisterGradient("A")(abs)
+        if flag:
+            tf.RegisterGradient("B")(abs)
+        else:
+            pass
+        tf.RegisterGradient("B")(abs)
+    """)
+    assert [(f.rule, f.line) for f in report.findings if f.rule == "GC008"] == [("GC008", 7), ("GC008", 12)]

@@ -99,7 +99,8 @@ def test_gc003_gc004_sign_suggests_custom_gradient_around_tf_sign(audit_source):
         assert "y = tf.sign(x)" in finding.suggestion
         assert "_sign_ste(op, grad)" in finding.suggestion
         assert "silently ignored" in finding.suggestion
-    assert gc004.message == "gradient_override_map({'Sign': 'SignSTE'})"
+    assert gc004.message.startswith("gradient_override_map({'Sign': 'SignSTE'}): a graph-only override")
+    assert "tf.GradientTape" in gc004.message and "ignores it" in gc004.message  # the reason, not only the fix
 
 
 def test_a_misspelt_key_next_to_a_real_one_does_not_steer_the_suggestion(audit_source):
@@ -233,3 +234,62 @@ def test_async_def_and_match_statements_are_audited(audit_source):
     """)
     assert sorted(rules_of(report)) == ["GC003", "GC006"]
     assert "<non-literal name>" in next(f for f in report.findings if f.rule == "GC003").message
+
+
+@pytest.mark.parametrize("src", [
+    "import tensorflow as tf\nRG = tf.RegisterGradient\n@RG('A')\ndef g(op, grad):\n    return grad.numpy()\n",
+    "from tensorflow.python.framework import ops\nreg = ops.RegisterGradient\n@reg('A')\ndef g(op, grad):\n"
+    "    return grad.numpy()\n",
+    "import tensorflow as tf\n@getattr(tf, 'RegisterGradient')('A')\ndef g(op, grad):\n    return grad.numpy()\n",
+    "def g(op, grad):\n    return grad.numpy()\n__import__('tensorflow').RegisterGradient('A')(g)\n",
+], ids=["assigned_alias", "assigned_ops_alias", "getattr", "dunder_import"])
+def test_gc003_and_gc006_through_run_time_aliases(audit_source, src):
+    report = audit_source(src)
+    assert sorted(rules_of(report)) == ["GC003", "GC006"]
+    assert "'A'" in next(f for f in report.findings if f.rule == "GC003").message
+
+
+@pytest.mark.parametrize("call", [
+    "getattr(g, 'gradient_override_map')({'Matmul': 'Identity'})",
+    "gom({'Matmul': 'Identity'})",
+    "g.gradient_override_map(op_type_map={'Matmul': 'Identity'})",
+], ids=["getattr", "assigned_method", "keyword"])
+def test_gc004_and_gc007_through_getattr_aliases_and_keywords(audit_source, call):
+    report = audit_source(f"""
+        def f(g):
+            gom = g.gradient_override_map
+            with {call}:
+                pass
+    """)
+    assert rules_of(report) == ["GC004", "GC007"]
+    assert "did you mean 'MatMul'" in report.findings[1].message
+
+
+def test_a_function_local_import_does_not_hide_module_level_tensorflow(audit_source):
+    report = audit_source("""
+        import tensorflow as tf
+
+        @tf.RegisterGradient("A")
+        def g(op, grad):
+            return grad
+
+        def helper():
+            import numpy as tf
+            return tf.sign(1.0)
+    """)
+    assert rules_of(report) == ["GC003"]
+
+
+def test_gc003_names_the_function_of_each_branch_in_source_order(if_else_report):
+    messages = [(f.line, f.message) for f in if_else_report.findings if f.rule == "GC003"]
+    assert [line for line, _ in messages] == [4, 8]
+    assert "on 'first'" in messages[0][1] and "on 'second'" in messages[1][1]
+
+
+def test_gc005_says_what_is_really_wrong(audit_source):
+    report = audit_source(SIGN_OVERRIDE + "\nsess = tf.compat.v1.Session()\nold = tf.Session()\n")
+    gc005 = {f.message.split(" ")[0]: f.message for f in report.findings if f.rule == "GC005"}
+    graph = gc005["tf.compat.v1.get_default_graph"]
+    assert "absent" not in graph and "graph-only API" in graph and "tf.GradientTape" in graph
+    assert "absent" not in gc005["tf.compat.v1.Session"] and "graph-only" in gc005["tf.compat.v1.Session"]
+    assert "does not exist in TF2" in gc005["tf.Session"] and "tf.compat.v1.Session" in gc005["tf.Session"]

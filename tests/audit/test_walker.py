@@ -126,3 +126,193 @@ def test_trigger_split_across_stream_chunks_is_seen(tmp_path, monkeypatch):
     path.write_text("x = 1  # RegisterGradient\n")
     result, _, _ = read_and_parse(str(path), max_file_bytes=4)
     assert [f.rule for f in result.findings] == ["GC000"]
+
+
+# -- hostile inputs: every case runs in a subprocess with a timeout and a memory cap, so a regression fails
+# -- instead of hanging or exhausting the machine.
+
+_AUDIT_SCRIPT = (
+    "import json, resource, sys\n"
+    "from compat.audit import audit_paths\n"
+    "strict = sys.argv[1] == 'strict'\n"
+    "r = audit_paths(sys.argv[2:], jobs=1, strict=strict)\n"
+    "print(json.dumps({'scanned': r.files_scanned, 'findings': [[f.path, f.rule, f.message] for f in r.findings],\n"
+    "                  'peak_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
+)
+_MEMORY_CAP = 2 << 30
+
+
+def _drop_file_permission_override() -> None:
+    """In the child: give up root's CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, so chmod 0 means unreadable."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def audit_in_subprocess(*paths, strict: bool = False, as_unprivileged: bool = False, timeout: float = 60):
+    import json
+    import resource
+    import subprocess
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (_MEMORY_CAP, _MEMORY_CAP))
+        if as_unprivileged and os.geteuid() == 0:
+            _drop_file_permission_override()
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", _AUDIT_SCRIPT, "strict" if strict else "-", *map(str, paths)],
+                          capture_output=True, text=True, timeout=timeout, preexec_fn=limits,
+                          env={"PYTHONPATH": repo, "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def _rules(result) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for path, rule, _ in result["findings"]:
+        out.setdefault(os.path.basename(path), []).append(rule)
+    return out
+
+
+def _messages(result) -> dict[str, str]:
+    return {os.path.basename(path): message for path, _, message in result["findings"]}
+
+
+def _mknod_null(path) -> None:
+    import stat as stat_module
+
+    try:
+        os.mknod(path, stat_module.S_IFCHR | 0o666, os.makedev(1, 3))  # a /dev/null clone, in tmp_path
+    except (PermissionError, OSError) as e:
+        pytest.skip(f"cannot create a device node here ({e}); needs root outside a restricted container")
+
+
+def test_fifo_in_a_tree_is_gc000_and_never_opened(tmp_path):
+    (tmp_path / "good.py").write_text(LEGACY.format(name="Good"))
+    os.mkfifo(tmp_path / "pipe.py")
+    result = audit_in_subprocess(tmp_path)
+    assert _rules(result) == {"good.py": ["GC003"], "pipe.py": ["GC000"]}
+    assert "not a regular file (a FIFO)" in _messages(result)["pipe.py"]
+
+
+def test_symlink_to_an_endless_device_is_gc000(tmp_path):
+    os.symlink("/dev/zero", tmp_path / "zero.py")  # only the symlink is ours; /dev/zero is never opened
+    (tmp_path / "good.py").write_text(LEGACY.format(name="Good"))
+    result = audit_in_subprocess(tmp_path)
+    assert _rules(result) == {"good.py": ["GC003"], "zero.py": ["GC000"]}
+    assert "character device" in _messages(result)["zero.py"]
+
+
+def test_read_is_capped_whatever_the_size_the_file_reports(tmp_path):
+    # /proc files are regular files that report size 0; reading goes by the byte cap, not by that size.
+    os.symlink("/proc/self/status", tmp_path / "status.py")
+    result, tree, _ = read_and_parse(str(tmp_path / "status.py"), max_file_bytes=16, strict=True)
+    assert tree is None and [f.rule for f in result.findings] == ["GC000"]
+    assert "larger than the read limit (16 bytes)" in result.findings[0].message
+
+
+def test_explicit_fifo_and_device_arguments_are_gc000(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    _mknod_null(tmp_path / "null")
+    assert list(iter_python_files([str(tmp_path / "pipe"), str(tmp_path / "null")])) == [
+        str(tmp_path / "pipe"), str(tmp_path / "null")]
+    result = audit_in_subprocess(tmp_path / "pipe", tmp_path / "null")
+    assert result["scanned"] == 2
+    assert _rules(result) == {"pipe": ["GC000"], "null": ["GC000"]}
+    assert "a character device" in _messages(result)["null"]
+
+
+def test_unreadable_directory_is_gc000(tmp_path):
+    (tmp_path / "good.py").write_text(LEGACY.format(name="Good"))
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "hidden.py").write_text(LEGACY.format(name="Hidden"))
+    locked.chmod(0)
+    try:
+        result = audit_in_subprocess(tmp_path, as_unprivileged=True)
+    finally:
+        locked.chmod(0o755)
+    assert _rules(result) == {"good.py": ["GC003"], "locked": ["GC000"]}
+    assert "cannot list directory (Permission denied)" in _messages(result)["locked"]
+
+
+def test_strict_reports_files_over_the_size_limit(tmp_path):
+    big = tmp_path / "big.py"
+    big.write_text("x = 1\n" * 10)
+    result, _, _ = read_and_parse(str(big), max_file_bytes=8)
+    assert not result.findings
+    result, _, _ = read_and_parse(str(big), max_file_bytes=8, strict=True)
+    assert [f.rule for f in result.findings] == ["GC000"] and "--strict" in result.findings[0].message
+
+
+def test_a_5mb_one_line_file_is_not_parsed_and_memory_stays_bounded(tmp_path):
+    big = tmp_path / "oneline.py"
+    big.write_text("import tensorflow as tf  # RegisterGradient\nx = [" + "1, " * (5 * 1024 * 1024 // 3) + "]\n")
+    result = audit_in_subprocess(tmp_path, timeout=120)
+    assert _rules(result) == {"oneline.py": ["GC000"]}
+    assert "--max_parse_bytes" in _messages(result)["oneline.py"]
+    assert result["peak_mib"] < 300  # parsing it would take about 1.7 GiB
+
+
+def test_parse_limit_parses_files_up_to_it(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(LEGACY.format(name="A"))
+    size = path.stat().st_size
+    assert read_and_parse(str(path), max_parse_bytes=size)[1] is not None
+    result, tree, _ = read_and_parse(str(path), max_parse_bytes=size - 1)
+    assert tree is None and "over the parse limit" in result.findings[0].message
+
+
+def test_default_limits_fit_two_workers_in_2_gib():
+    from compat.audit import walker
+
+    worst_case_mib = walker.DEFAULT_MAX_PARSE_BYTES * walker._PARSE_BYTES_PER_BYTE / 2**20 + 18
+    assert 2 * worst_case_mib < 2048
+
+
+def test_deep_nesting_message_says_what_is_wrong(tmp_path):
+    path = tmp_path / "deep.py"
+    path.write_text("import tensorflow as tf  # RegisterGradient\nx = " + "-" * 100_000 + "1\n")
+    result, tree, _ = read_and_parse(str(path))
+    message = result.findings[0].message
+    assert tree is None and "nested too deeply" in message and "MemoryError" in message
+    assert not message.rstrip().endswith(":")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the file is valid Python 3.12")
+def test_syntax_errors_name_the_grammar_used(tmp_path):
+    path = tmp_path / "py312.py"
+    path.write_text("import tensorflow as tf  # RegisterGradient\nx = f\"{f\"{1}\"}\"\n")
+    result, _, _ = read_and_parse(str(path))
+    message = result.findings[0].message
+    assert "f-string" in message
+    assert f"grammar of the Python running compat-audit, {sys.version_info[0]}.{sys.version_info[1]}." in message
+
+
+def test_a_tree_with_every_hostile_case_finishes_and_reports_each(tmp_path):
+    """Issue #9's acceptance tree: bounded time (subprocess timeout) and memory (RLIMIT_AS 2 GiB)."""
+    (tmp_path / "good.py").write_text(LEGACY.format(name="Good"))
+    (tmp_path / "alias.py").write_text("import tensorflow as tf\nRG = tf.RegisterGradient\n@RG('Alias')\n"
+                                       "def g(op, grad):\n    return grad.numpy()\n")
+    os.mkfifo(tmp_path / "pipe.py")
+    os.symlink("/dev/zero", tmp_path / "zero.py")
+    (tmp_path / "oneline.py").write_text("# RegisterGradient\nx = [" + "1, " * (5 * 1024 * 1024 // 3) + "]\n")
+    (tmp_path / "deep.py").write_text("# RegisterGradient\nx = " + "-" * 100_000 + "1\n")
+    with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.py"), "wb") as f:
+        f.write(LEGACY.format(name="Latin").encode())
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        result = audit_in_subprocess(tmp_path, as_unprivileged=True, timeout=120)
+    finally:
+        locked.chmod(0o755)
+    rules = _rules(result)
+    assert rules["good.py"] == ["GC003"] and sorted(rules["alias.py"]) == ["GC003", "GC006"]
+    assert rules["caf\udce9.py"] == ["GC003"]
+    for special in ("pipe.py", "zero.py", "oneline.py", "deep.py", "locked"):
+        assert rules[special] == ["GC000"], special
+    assert result["peak_mib"] < 500

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat.audit.engine import AuditReport
+from compat.audit.findings import display_path
 from compat.audit.rules import RULES
 
 
@@ -27,7 +28,7 @@ def render(report: AuditReport, options: Any = None) -> str:
     if report.findings:
         out += ["", "## Findings", ""]
     for f in report.findings:
-        out += [f"### `{f.path}:{f.line}:{f.col}` {f.rule} ({f.severity})", "", _cell(f.message), ""]
+        out += [f"### `{display_path(f.path)}:{f.line}:{f.col}` {f.rule} ({f.severity})", "", _cell(f.message), ""]
         if f.suggestion:
             out += ["<details><summary>suggestion</summary>", "", "```python", f.suggestion, "```", "",
                     "</details>", ""]

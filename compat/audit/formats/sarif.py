@@ -33,7 +33,8 @@ def _location(path: str, base_dir: str) -> dict[str, Any]:
     rel = os.path.relpath(absolute, os.path.abspath(base_dir))
     if rel.startswith(".."):
         return {"uri": pathlib.Path(absolute).as_uri()}
-    return {"uri": urllib.parse.quote(rel.replace(os.sep, "/")), "uriBaseId": _SRCROOT}
+    # Percent-encode the name's bytes: lossless for names that are not UTF-8 (RFC 3986), never a crash.
+    return {"uri": urllib.parse.quote(os.fsencode(rel.replace(os.sep, "/"))), "uriBaseId": _SRCROOT}
 
 
 def as_dict(report: AuditReport, base_dir: str = ".") -> dict[str, Any]:

@@ -1,16 +1,17 @@
-"""Plain text: one `path:line:col: GC00X message` line per finding (grep- and editor-friendly)."""
+"""Plain text: one `path:line:col: GC00X severity: message` line per finding (grep- and editor-friendly)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from compat.audit.engine import AuditReport
+from compat.audit.findings import display_path
 
 
 def render(report: AuditReport, options: Any) -> str:
     out = []
     for f in report.findings:
-        out.append(f"{f.path}:{f.line}:{f.col}: {f.rule} {f.message}")
+        out.append(f"{display_path(f.path)}:{f.line}:{f.col}: {f.rule} {f.severity}: {f.message}")
         if getattr(options, "suggestions", False) and f.suggestion:
             out.extend("    " + line for line in f.suggestion.splitlines())
     return "".join(line + "\n" for line in out)

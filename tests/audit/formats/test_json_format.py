@@ -18,3 +18,13 @@ def test_json_structure(audit_source):
     assert set(first) == {"rule", "path", "line", "col", "end_line", "severity", "message", "suggestion"}
     assert [f["rule"] for f in doc["findings"]] == ["GC004", "GC007"]
     assert doc["findings"][1]["severity"] == "error" and "MatMul" in doc["findings"][1]["suggestion"]
+
+
+def test_non_utf8_file_names_are_text_plus_their_exact_bytes(non_utf8_report):
+    text = render(non_utf8_report, "json")
+    assert "\\udc" not in text  # no lone surrogates, which strict JSON parsers reject
+    finding = next(f for f in json.loads(text)["findings"] if f["path"].endswith(".py") and "caf" in f["path"])
+    assert finding["path"].endswith("caf\\xe9.py")
+    assert bytes.fromhex(finding["path_bytes_hex"]).endswith(b"caf\xe9.py")
+    clean = next(f for f in json.loads(text)["findings"] if f["path"].endswith("later.py"))
+    assert "path_bytes_hex" not in clean

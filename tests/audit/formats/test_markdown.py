@@ -19,3 +19,8 @@ def test_markdown_report(audit_source):
 
 def test_markdown_clean_report_has_no_findings_section(audit_source):
     assert "## Findings" not in render(audit_source("x = 1\n"), "markdown")
+
+
+def test_non_utf8_file_names_are_escaped_not_a_crash(non_utf8_report):
+    render(non_utf8_report, "markdown").encode("utf-8")
+    assert "caf\\xe9.py:2:1" in render(non_utf8_report, "markdown")

@@ -51,3 +51,14 @@ def test_sarif_paths_outside_base_are_absolute_file_uris(audit_source, tmp_path)
     uri = _sarif(report, elsewhere)["runs"][0]["results"][0]["locations"][0]["physicalLocation"][
         "artifactLocation"]["uri"]
     assert uri == "../m.py" or uri.startswith("file:///")
+
+
+def test_non_utf8_file_names_are_percent_encoded_losslessly(non_utf8_report, tmp_path):
+    import urllib.parse
+
+    doc = _sarif(non_utf8_report, tmp_path)
+    jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in doc["runs"][0]["results"]]
+    assert "caf%E9.py" in uris
+    assert urllib.parse.unquote_to_bytes("caf%E9.py") == b"caf\xe9.py"
+    assert "\\udc" not in render(non_utf8_report, "sarif", RenderOptions(base_dir=str(tmp_path)))
