@@ -5,24 +5,29 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn, TextIO
 
 from absl import app, flags, logging
 
-from compat.apps._output import write_output
+from compat.apps._output import OutputError, check_output_path
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Create `path`'s missing parent directories, then `write_output` (kept for apps not yet checking first)."""
+def prepare_output(path: str) -> None:
+    """Before a run: create `--output`'s missing parent directories and check the path can be written.
+
+    Raises OutputError naming the path (run_app turns it into exit 2), so nothing is computed for a report
+    that could not be saved.
+    """
     try:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     except OSError:
-        pass  # write_output raises OutputError with the reason
-    write_output(path, text)
+        pass  # check_output_path says what is wrong with the path
+    check_output_path(path)
 
 
 class ProgressBar:
@@ -144,6 +149,9 @@ def run_app(main: Callable[[list[str]], int], module_name: str, program: str) ->
             return main(argv)
         except app.UsageError as error:
             usage_error(error)
+        except OutputError as error:
+            sys.stderr.write(f"{program}: {error}\n")
+            return EXIT_USAGE
         except KeyboardInterrupt:
             sys.stderr.write(f"\n{program}: interrupted\n")
             return EXIT_INTERRUPTED

@@ -18,11 +18,12 @@ from compat.apps._common import (
     EXIT_USAGE,
     ProgressBar,
     import_tensorflow_quietly,
+    prepare_output,
     run_app,
     stdout_kept_for_report,
     wants_progress,
-    write_atomically,
 )
+from compat.apps._output import write_output
 from compat.checker import DEFAULT_REFERENCE
 
 if TYPE_CHECKING:
@@ -39,7 +40,9 @@ VARIANTS = flags.DEFINE_list(
 DTYPES = flags.DEFINE_list("dtypes", ["float32"], "Floating dtypes: float32, float64, float16, bfloat16.")
 REFERENCE = flags.DEFINE_string("reference", DEFAULT_REFERENCE, "The variant every cell is compared with.")
 FORMAT = flags.DEFINE_enum("format", "table", _FORMATS, "Report format.")
-OUTPUT = flags.DEFINE_string("output", None, "Write the report to this file (atomically) instead of stdout.")
+OUTPUT = flags.DEFINE_string(
+    "output", None, "Write the report to this file instead of stdout: checked before the run; a regular file is "
+    "replaced atomically, a device or FIFO written as it is, a symlink's target replaced.")
 PROGRESS = flags.DEFINE_bool("progress", None, "Show a progress bar on stderr (default: when it is a terminal).")
 MAX_ARRAY_ELEMENTS = flags.DEFINE_integer(
     "max_array_elements", None, "JSON and HTML embed arrays of at most this many elements and summarise larger "
@@ -82,6 +85,8 @@ class _CheckProgress:
 def main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise _usage_error(f"unexpected arguments {argv[1:]}; use --specs=... to name specs")
+    if OUTPUT.value:
+        prepare_output(OUTPUT.value)
     import_tensorflow_quietly()
     with stdout_kept_for_report() as report_stream:
         if LIST.value:
@@ -94,7 +99,7 @@ def main(argv: list[str]) -> int:
         limit = DEFAULT_MAX_ARRAY_ELEMENTS if MAX_ARRAY_ELEMENTS.value is None else MAX_ARRAY_ELEMENTS.value
         text = render(report, FORMAT.value, max_array_elements=limit)
         if OUTPUT.value:
-            write_atomically(OUTPUT.value, text)
+            write_output(OUTPUT.value, text)
             logging.info("wrote %s report to %s", FORMAT.value, OUTPUT.value)
         else:
             report_stream.write(text if text.endswith("\n") else text + "\n")

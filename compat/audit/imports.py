@@ -34,6 +34,19 @@ class ImportMap:
     def from_tree(cls, tree: ast.Module) -> ImportMap:
         return cls(ScopeTree(tree))
 
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Module-level names that resolve to a dotted name (imports and aliases of them), the last binding of
+        each winning: `{"tf": "tensorflow.compat.v1", "RG": "tensorflow.RegisterGradient"}`. For tools that
+        rewrite a module's imports; use `qualname` to resolve a name where it is used."""
+        found: dict[str, str] = {}
+        for name, bindings in self.scopes.root.bindings.items():
+            for binding in bindings:
+                resolved = self._binding(binding)
+                if resolved is not None:
+                    found[name] = resolved
+        return found
+
     def local_names_for(self, predicate: Callable[[str], bool]) -> list[str]:
         """Names bound anywhere to a dotted name satisfying `predicate` (e.g. every alias of `Defun`)."""
         names = {name for name, b in self.scopes.all_bindings() if (q := self._binding(b)) and predicate(q)}

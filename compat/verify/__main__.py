@@ -16,7 +16,8 @@ import sys
 
 from absl import app, flags
 
-from compat.apps._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, write_atomically
+from compat.apps._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, prepare_output
+from compat.apps._output import OutputError, write_output
 from compat.verify._entries import EntriesError, parse_entries
 from compat.verify._runner import CONTEXTS, DEFAULT_CONTEXTS, verify_files
 
@@ -29,7 +30,8 @@ SCENARIOS = flags.DEFINE_list("scenarios", None, "Engine scenarios to run. Defau
 VERIFY_CONTEXTS = flags.DEFINE_list("contexts", list(DEFAULT_CONTEXTS), f"Where the rewrite runs: {list(CONTEXTS)}.")
 TIMEOUT = flags.DEFINE_float("timeout_s", 300, "Kill both children after this many seconds.")
 FORMAT = flags.DEFINE_enum("format", "text", ["text", "json"], "Report format.")
-OUTPUT = flags.DEFINE_string("output", None, "Write the report to this file (atomically) instead of stdout.")
+OUTPUT = flags.DEFINE_string("output", None, "Write the report to this file instead of stdout (checked before the run; "
+                             "a regular file is replaced atomically, a special file written as it is).")
 
 
 def main(argv: list[str]) -> int:
@@ -37,14 +39,19 @@ def main(argv: list[str]) -> int:
         raise app.UsageError("give the original and the rewritten module: python -m compat.verify "
                              "ORIGINAL.py REWRITTEN.py", exitcode=EXIT_USAGE)
     try:
+        if OUTPUT.value:
+            prepare_output(OUTPUT.value)
         entries = parse_entries(ENTRIES.value) if ENTRIES.value else None
         report = verify_files(argv[1], argv[2], entries, scenarios=SCENARIOS.value, contexts=VERIFY_CONTEXTS.value,
                               timeout_s=TIMEOUT.value)
-    except (EntriesError, ValueError, OSError) as exc:
+    except (EntriesError, ValueError, OSError, OutputError) as exc:
         raise app.UsageError(str(exc), exitcode=EXIT_USAGE) from None
     text = json.dumps(report.to_json(), indent=2) + "\n" if FORMAT.value == "json" else report.render_text()
     if OUTPUT.value:
-        write_atomically(OUTPUT.value, text)
+        try:
+            write_output(OUTPUT.value, text)
+        except OutputError as exc:
+            raise app.UsageError(str(exc), exitcode=EXIT_USAGE) from None
     else:
         sys.stdout.write(text)
     return EXIT_OK if report.ok else EXIT_FINDINGS

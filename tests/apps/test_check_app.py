@@ -162,3 +162,26 @@ def test_help_exits_0_and_usage_errors_are_one_line_first(tmp_path, module):
     lines = bad.stderr.strip().splitlines()
     assert bad.returncode == 2 and len(lines) == 2, bad.stderr
     assert "--format" in lines[0] and "see `" in lines[1] and "--help" in lines[1]
+
+
+def test_unwritable_output_is_exit_2_before_the_run(tmp_path):
+    blocker = tmp_path / "not_a_directory"
+    blocker.write_text("x")
+    done = _app(tmp_path, f"--output={blocker}/report.json", "--specs=no_such_spec_would_fail_later")
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("compat-check: ") and "not_a_directory" in last and "no_such_spec" not in done.stderr
+
+
+def test_output_to_a_device_node_writes_it_and_leaves_it_a_device(tmp_path):
+    import stat
+
+    device = tmp_path / "null_clone"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("mknod needs root (CAP_MKNOD) here")
+    assert run_check(tmp_path, "--list") == 0  # warm path only; the report run below writes to the device
+    code = run_check(tmp_path, "--specs=scaled_ste", "--scenarios=sum", "--variants=custom_gradient@eager_tape",
+                     f"--output={device}")
+    assert code == 0 and stat.S_ISCHR(device.stat().st_mode)

@@ -92,3 +92,15 @@ def test_aliases_made_at_run_time(src):
 def test_alias_cycles_and_shadowed_builtins_resolve_to_nothing():
     assert _qualnames_in("a = b\nb = a\na.RegisterGradient('A')\n")[3] is None
     assert _qualnames_in("import tensorflow as tf\ngetattr = dict\ngetattr(tf, 'x')('A')\n")[3] is None
+
+
+def test_module_level_aliases_for_tools_that_rewrite_imports():
+    import ast
+
+    from compat.audit.imports import ImportMap
+
+    tree = ast.parse("import tensorflow.compat.v1 as tf\nfrom tensorflow.python.framework import ops\n"
+                     "RG = ops.RegisterGradient\ndef f():\n    import numpy as np\n")
+    assert ImportMap.from_tree(tree).aliases == {
+        "tf": "tensorflow.compat.v1", "ops": "tensorflow.python.framework.ops",
+        "RG": "tensorflow.python.framework.ops.RegisterGradient"}
