@@ -8,7 +8,7 @@ Each TensorFlow release gets its own virtualenv (Python 3.11, stdlib venv), name
     nox -s tests                            # ... on every release, one after the other
     nox -s tests -- -k myspec               # arguments after `--` go to pytest: only tests matching `myspec`
     nox -s tests-2.15 -- tests/test_runner.py -q
-    nox -s lint                             # ruff check
+    nox -s lint                             # ruff check, mypy compat
     nox -s audit -- --format=markdown       # compat-audit on the installed TensorFlow's own source (informative)
     nox -s check                            # compat-check on every release: reports/check-tf2.XX.json
     nox -s check-2.21 check-2.12            # two releases, then diff the two JSON reports
@@ -101,9 +101,11 @@ _per_release("check", _check, "compat-check on TensorFlow {version} -> reports/c
 
 @nox.session(python=PYTHON, venv_backend="venv")
 def lint(session: nox.Session) -> None:
-    """ruff check (no TensorFlow needed); posargs replace the default paths."""
+    """ruff check and mypy on the package (mypy needs TensorFlow's and numpy's stubs: the package is installed)."""
     session.install("ruff")
     session.run("ruff", "check", *(session.posargs or ["."]))
+    _install(session, LATEST, extras="test")
+    session.run("mypy", "compat")
 
 
 @nox.session(python=PYTHON, venv_backend="venv")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 
@@ -56,7 +56,7 @@ def compare(result: VariantResult, reference: VariantResult) -> tuple[Difference
     different number of calls or of upstreams is a difference too), and the input gradients."""
     differences: list[Difference] = []
     if result.status != reference.status:
-        kind = result.status if result.status != "ok" else reference.status
+        kind = cast(DifferenceKind, result.status if result.status != "ok" else reference.status)
         differences.append(Difference(kind, "status", f"{result.status} here, {reference.status} in the reference"
                                       + (f" ({result.message})" if result.message else "")))
     differences += [Difference("contract", "gradient", f"TensorFlow {_verb(result)} a gradient that breaks the "
@@ -142,11 +142,12 @@ def _shape_text(shape: tuple[int | None, ...] | None) -> str:
 def _covering_shape(*upstreams: Upstream) -> tuple[int, ...] | None:
     """Neither side knows its dense shape (both IndexedSlices without one): scatter both into the smallest
     shape that holds every index, only to compare them."""
-    sliced = [u for u in upstreams if u.kind == "indexed_slices" and u.value is not None and u.indices is not None]
+    sliced = [(u.value, u.indices) for u in upstreams
+              if u.kind == "indexed_slices" and u.value is not None and u.indices is not None]
     if not sliced:
         return None
-    rows = max((int(np.max(u.indices)) + 1 if np.size(u.indices) else 0) for u in sliced)
-    return (rows, *sliced[0].value.shape[1:])
+    rows = max((int(np.max(indices)) + 1 if np.size(indices) else 0) for _, indices in sliced)
+    return (rows, *sliced[0][0].shape[1:])
 
 
 def _compatible(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> bool:

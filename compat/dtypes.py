@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
@@ -50,7 +51,7 @@ def cast_spec(spec: GradientSpec, dtype: str) -> GradientSpec:
     if all(value.dtype == target or not _is_float(value.dtype) for value in spec.sources):
         return spec
 
-    def cast(values: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+    def cast(values: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [value.astype(target) if _is_float(value.dtype) else value for value in values]
 
     return spec.with_inputs(cast(spec.example_inputs), cast(spec.variables))

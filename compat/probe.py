@@ -219,7 +219,7 @@ class Probe:
             raise self.fail(f"gradient returned {len(grads)} value{'s' * (len(grads) != 1)} for "
                             f"{len(inputs)} input{'s' * (len(inputs) != 1)}; return one gradient (or None) "
                             f"per input, in input order")
-        checked = []
+        checked: list[Any] = []
         for index, (grad, value) in enumerate(zip(grads, inputs, strict=True)):
             if grad is None:
                 checked.append(None)

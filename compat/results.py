@@ -33,7 +33,7 @@ def intern_array(value: np.ndarray) -> np.ndarray:
     value.flags.writeable = False
     if value.size < _INTERN_MIN_ELEMENTS or value.dtype.hasobject:
         return value
-    key = (value.dtype.str, value.shape, hashlib.blake2b(value.view(np.uint8).reshape(-1), digest_size=16).digest())
+    key = (value.dtype.str, value.shape, hashlib.blake2b(value.view(np.uint8).data if value.ndim else value.tobytes(), digest_size=16).digest())
     with _intern_lock:
         found = _interned.get(key)
         if found is not None and np.array_equal(found, value, equal_nan=value.dtype.kind in "fc"):
@@ -72,7 +72,7 @@ class Upstream:
         if shape is None:
             raise ValueError("IndexedSlices without a dense_shape: pass the shape to scatter into")
         dense = np.zeros(shape, dtype=self.value.dtype)
-        np.add.at(dense, self.indices, self.value)
+        np.add.at(dense, np.asarray(self.indices), self.value)
         return dense
 
     @property
@@ -96,7 +96,7 @@ class Upstream:
             return self.describe()
         text = np.array2string(self.value, threshold=8, precision=4)
         if self.kind == "indexed_slices":
-            text += f" at indices {np.array2string(self.indices, threshold=8)}"
+            text += f" at indices {np.array2string(np.asarray(self.indices), threshold=8)}"
         return f"{self.describe()} = {text}"
 
 

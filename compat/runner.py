@@ -47,7 +47,7 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
     """Every (variant, downstream) pair, built in one graph or trace per context; variant-major order."""
     if not isinstance(spec, GradientSpec):
         raise TypeError(f"run() needs a compat.GradientSpec, got {type(spec).__name__}")
-    chosen = select(variants)
+    chosen = select(variants if variants is None or isinstance(variants, str) else list(variants))
     by_context: dict[str, list[tuple[int, Probe]]] = {}
     for variant in chosen:
         _, context = parse_variant(variant)
@@ -55,8 +55,8 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
             by_context.setdefault(context.name, []).append((index, Probe(spec, variant)))
     results: dict[tuple[str, int], VariantResult] = {}
     for context_name, planned in by_context.items():
-        cases = [Case(build=_builder(probe), inputs=spec.example_inputs, downstream=downstreams[index],
-                      before_run=probe.reset_calls, variables=spec.variables)
+        cases = [Case(build=_builder(probe), inputs=tuple(spec.example_inputs), downstream=downstreams[index],
+                      before_run=probe.reset_calls, variables=tuple(spec.variables))
                  for index, probe in planned]
         outcomes = []
         for batch in _batches(cases):
@@ -101,7 +101,7 @@ def _scoped_gradient_registrations() -> Iterator[None]:
     try:
         yield
     finally:
-        if before is not None:
+        if before is not None and isinstance(registry, dict):
             for name in set(registry) - before:
                 del registry[name]
 
@@ -136,7 +136,7 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
     if not probe.calls:
         common["violations"] = ()  # built, never run: nothing TensorFlow did depended on it
     grads = outcome.input_grads or ()
-    forms = dict(input_grads=grads, input_grad_kinds=outcome.input_grad_kinds or ())
+    forms: dict[str, Any] = dict(input_grads=grads, input_grad_kinds=outcome.input_grad_kinds or ())
     if probe.calls:  # shapes hidden while building (a Defun body) show only in what TensorFlow returned
         common["violations"] += _shape_problems(probe.spec, grads)
     if not probe.calls:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import tensorflow as tf
@@ -56,7 +57,8 @@ class Scenario:
 
 
 def _shape(signature: OutputSignature) -> tuple[int, ...]:
-    return signature.shapes[0]  # type: ignore[return-value] - skip_reason guarantees a full static shape
+    # skip_reason guarantees a full static shape before any scenario builds from it.
+    return cast(tuple[int, ...], signature.shapes[0])
 
 
 def _needs_rank(rank: int, why: str) -> Callable[[OutputSignature], str | None]:

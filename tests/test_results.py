@@ -44,3 +44,5 @@ def test_equal_large_arrays_are_shared_and_read_only():
     assert not small.flags.writeable
     scalar = intern_array(np.float32(3.0))
     assert scalar.shape == () and scalar == 3.0
+    bf16 = __import__("ml_dtypes").bfloat16
+    assert intern_array(np.ones(3000, bf16)) is intern_array(np.ones(3000, bf16))

@@ -142,7 +142,7 @@ def tape_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
     """Gradients for `inputs` (tensors, then tf.Variables) with tf.GradientTape (nested tapes for second
     order), in any mode."""
     second_order = case.downstream.order == 2
-    outer = tf.GradientTape() if second_order else contextlib.nullcontext()
+    outer: Any = tf.GradientTape() if second_order else contextlib.nullcontext()
     with outer as outer_tape:
         if second_order:
             outer_tape.watch(list(inputs))

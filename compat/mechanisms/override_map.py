@@ -43,7 +43,7 @@ class OverrideMap(Mechanism):
             def _override(op, *upstreams):
                 return probe_ref().call_gradient(tuple(op.inputs), tuple(op.outputs), upstreams)
 
-            def op(*args):
+            def overridden_op(*args):
                 inputs = read_variables(probe, args)
                 graph = tf.compat.v1.get_default_graph()
                 before = len(graph.get_operations())
@@ -53,7 +53,7 @@ class OverrideMap(Mechanism):
                     _check_op_type_created(probe, graph.get_operations()[before:], op_type)
                 return outputs
 
-            return op
+            return overridden_op
 
         num_inputs = len(probe.spec.sources)
 
