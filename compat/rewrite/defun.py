@@ -11,9 +11,11 @@ import dataclasses
 import functools
 
 import libcst as cst
+import libcst.metadata as meta
 
 from compat.rewrite.context import ModuleContext
-from compat.rewrite.grad_body import Refused, assigned_names, map_gradient_body
+from compat.rewrite.grad_body import (Refused, assigned_names, map_gradient_body, reads_outputs_differentiably,
+                                      stateful_call)
 from compat.rewrite.names import local_fresh, names_in
 from compat.rewrite.plan import Plan
 
@@ -29,6 +31,7 @@ class DefunSite:
     grad: cst.BaseExpression | None = None  # the grad_func / python_grad_func value
     grad_def: cst.FunctionDef | None = None  # its definition in this file
     n_outputs: int = 1
+    reinvoke: bool = False  # the gradient reads op.outputs differentiably: read them by calling the function again
     problem: str | None = None
 
     def refuse(self, reason: str) -> None:
@@ -146,6 +149,31 @@ def _analyse_grad(ctx: ModuleContext, site: DefunSite, python: bool, n_inputs: i
         mapped = map_gradient_body(body, op, ["_x"] * n_inputs, ["_y"] * site.n_outputs)
         if isinstance(mapped, Refused):
             site.refuse(f"{mapped.reason}: rewrite `{ctx.code(grad)}` by hand")
+            return
+        site.reinvoke = reads_outputs_differentiably(body, op)
+        if site.reinvoke:
+            _check_reinvocable(ctx, site, body)
+
+
+def _check_reinvocable(ctx: ModuleContext, site: DefunSite, grad_body: cst.CSTNode) -> None:
+    """The rewrite reads op.outputs as `fn(*inputs)`: a second call that must give the same value, by that name.
+
+    In TF1 op.outputs[j] is the Defun's own output, whose gradient is this python_grad_func again; a plain forward
+    tensor would be differentiated by autodiff, changing second-order gradients.
+    """
+    fn = site.fn
+    assert fn is not None
+    name = fn.name.value
+    why = (f"`{name}`'s gradient reads op.outputs, whose second-order gradients go through that gradient again; "
+           f"the rewrite keeps this by calling `{name}` again from its gradient, ")
+    stateful = stateful_call(fn.body)
+    scope = ctx.scopes.get(fn)
+    bindings = [a for a in scope[name] if isinstance(a, meta.Assignment)] if scope is not None else []
+    if stateful:
+        site.refuse(why + f"but `{stateful}` is random or stateful and would give another value: rewrite by hand")
+    elif isinstance(scope, meta.ClassScope) or len(bindings) != 1 or name in names_in(fn.body) | names_in(
+            grad_body):
+        site.refuse(why + f"but `{name}` is defined in a class body, rebound, or shadowed there: rewrite by hand")
 
 
 def _defun_decorator(ctx: ModuleContext, fn: cst.FunctionDef) -> cst.Call | None:
@@ -219,7 +247,8 @@ def _build(ctx: ModuleContext, site: DefunSite, tf: str, updated: cst.CSTNode) -
     y = local_fresh("y", avoid)
     legacy = site.grad_def.name.value if site.pattern == "defun_python_grad_func" and site.grad_def else None
     inner = legacy if legacy and legacy not in avoid | {y} else local_fresh("grad", avoid | {y})
-    outputs = [y] if site.n_outputs == 1 else [f"{y}[{j}]" for j in range(site.n_outputs)]
+    output = f"{updated.name.value}({', '.join(inputs)})" if site.reinvoke else y
+    outputs = [output] if site.n_outputs == 1 else [f"{output}[{j}]" for j in range(site.n_outputs)]
     if site.pattern == "defun_grad_func":
         assert site.grad_def is not None
         dys = [local_fresh("dy" if site.n_outputs == 1 else f"dy{j}", avoid | {y, inner})

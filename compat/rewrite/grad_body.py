@@ -231,3 +231,96 @@ def map_gradient_body(
     if not mapped.body:
         mapped = mapped.with_changes(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
     return mapped
+
+
+# Reading a tensor only through these gives nothing to differentiate: second-order gradients cannot flow through it.
+_VALUE_FREE_CALLS = frozenset({"ones_like", "zeros_like", "shape", "shape_n", "size", "rank"})
+_VALUE_FREE_ATTRIBUTES = frozenset({"shape", "dtype", "get_shape", "ndim"})
+
+
+def reads_outputs_differentiably(body: cst.BaseSuite | cst.BaseExpression, op: str | None) -> bool:
+    """Whether the gradient body may differentiate through `op.outputs` (directly or via `y = op.outputs[j]`).
+
+    In TF1 `op.outputs[j]` is the op's own output, so differentiating the gradient again (second order) goes
+    through the custom gradient once more; a plain forward tensor would be differentiated by autodiff instead.
+    Reads only through `tf.ones_like(y)`, `tf.shape(y)`, `y.dtype`... carry no gradient and do not count.
+    """
+    if op is None:
+        return False
+    name: str = op
+    aliases = {name for (field, _), name in (adoptable_names(body, op) if isinstance(body, cst.BaseSuite)
+                                             else {}).items() if field == "outputs"}
+
+    def is_read(node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Name):
+            return node.value in aliases
+        if isinstance(node, cst.Subscript):
+            return _op_field(node.value, name) == "outputs"
+        return _op_field(node, name) == "outputs"
+
+    class _Strip(cst.CSTTransformer):
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            func = original.func
+            leaf = func.attr.value if isinstance(func, cst.Attribute) else (
+                func.value if isinstance(func, cst.Name) else None)
+            if leaf in _VALUE_FREE_CALLS and original.args and is_read(original.args[0].value):
+                return updated.with_changes(args=[cst.Arg(cst.Name("_"))])
+            return updated
+
+        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+            if original.attr.value in _VALUE_FREE_ATTRIBUTES and is_read(original.value):
+                return cst.Name("_")
+            return updated
+
+        def leave_SimpleStatementLine(
+            self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+        ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+            pair = _single_target(original)
+            if pair is not None and isinstance(pair[0], cst.Name) and pair[0].value in aliases:
+                return cst.RemoveFromParent()
+            return updated
+
+    stripped = body.visit(_Strip())
+    found = False
+
+    class _Find(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            found = found or node.value in aliases
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            nonlocal found
+            found = found or _op_field(node, name) == "outputs"
+
+    assert isinstance(stripped, cst.CSTNode)
+    stripped.visit(_Find())
+    return found
+
+
+# Forward calls that give another value, or have another effect, when the forward is run again.
+_STATEFUL_WORDS = ("random", "dropout", "assign", "variable", "py_func", "numpy_function", "print", "shuffle",
+                   "uniform_candidate", "multinomial", "categorical", "truncated_normal")
+
+
+def stateful_call(node: cst.CSTNode) -> str | None:
+    """The first call in `node` whose name suggests it is random or stateful, as written, else None."""
+    for sub in _walk(node):
+        if isinstance(sub, cst.Call):
+            func = sub.func
+            leaf = func.attr.value if isinstance(func, cst.Attribute) else (
+                func.value if isinstance(func, cst.Name) else "")
+            if any(word in leaf.lower() for word in _STATEFUL_WORDS):
+                return cst.Module(body=[]).code_for_node(func)
+    return None
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class _All(cst.CSTVisitor):
+        def on_visit(self, sub: cst.CSTNode) -> bool:
+            found.append(sub)
+            return True
+
+    node.visit(_All())
+    return found

@@ -13,7 +13,8 @@ import libcst.metadata as meta
 
 from compat.audit.suggestions import snake
 from compat.rewrite.context import ModuleContext
-from compat.rewrite.grad_body import Refused, adoptable_names, map_gradient_body
+from compat.rewrite.grad_body import (Refused, adoptable_names, map_gradient_body, reads_outputs_differentiably,
+                                      stateful_call)
 from compat.rewrite.names import local_fresh, names_in
 from compat.rewrite.override_map import GradKey, OverrideUse, grad_key
 
@@ -138,6 +139,12 @@ def check_uses(ctx: ModuleContext, reg: Registration) -> None:
     if isinstance(fn_scope, meta.ClassScope):
         reg.refuse(f"`{reg.fn.name.value}` is defined in a class body: rewrite by hand")
         return
+    stateful = stateful_call(reg.uses[0].call)
+    if stateful and reads_outputs_differentiably(reg.fn.body, reg.fn.params.params[0].name.value):
+        reg.refuse(f"`{reg.fn.name.value}` reads op.outputs, so its second-order gradients go through it again; "
+                   f"the rewrite would recompute the output, but `{stateful}` is random or stateful and would give "
+                   "another value: rewrite by hand, keeping second-order gradients through the custom gradient")
+        return
     for use in reg.uses:
         if not _visible(ctx, fn_scope, use.call) or (
                 not isinstance(fn_scope, meta.GlobalScope) and ctx.line(use.call) < ctx.line(reg.fn)):
@@ -182,11 +189,15 @@ def build(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.FunctionD
                                                          avoid | taken)
         taken.add(name)
         inputs.append(name)
-    y = adopted.get(("outputs", 0)) or local_fresh("y", avoid | taken)
+    # op.outputs[0] is the op's own output: differentiating it again goes through this gradient, so a read that
+    # second-order gradients can flow through calls the new function again (a plain `y` would bypass it).
+    reinvoke = reads_outputs_differentiably(updated.body, op)
+    y = (None if reinvoke else adopted.get(("outputs", 0))) or local_fresh("y", avoid | taken)
     # The legacy function keeps its name as the inner gradient function, unless its body reads that name.
     legacy = updated.name.value
     inner = legacy if legacy not in avoid | taken | {y} else local_fresh("grad", avoid | taken | {y})
-    body = map_gradient_body(updated.body, op, inputs, [y])
+    output = f"{reg.new_name}({', '.join(inputs)})" if reinvoke else y
+    body = map_gradient_body(updated.body, op, inputs, [output])
     assert not isinstance(body, Refused), body
     forward = _forward_call(ctx, use, inputs)
     template = (f"@{tf}.custom_gradient\n"

@@ -14,7 +14,7 @@ def prod_and_sum(a, b):
     y = prod, a + b
 
     def _pair_grad(g_prod, g_sum):
-        prod = y[0]
+        prod = prod_and_sum(a, b)[0]
         # d(prod)/da = b, d(sum)/da = 1; the product term is damped by |prod|.
         damp = 1.0 / (1.0 + tf.abs(prod))
         return [g_prod * b * damp + g_sum, g_prod * a * damp + g_sum]
