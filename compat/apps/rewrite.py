@@ -9,6 +9,7 @@ or made, 2 usage error, 3 some files skipped or failed. Never imports TensorFlow
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -21,7 +22,7 @@ from absl import app, flags
 from compat._version import __version__
 from compat.apps._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, ProgressBar, run_app, wants_progress
 from compat.rewrite import FileResult, rewrite_paths
-from compat.rewrite.files import DEFAULT_MAX_FILE_BYTES, _files
+from compat.rewrite.files import DEFAULT_MAX_FILE_BYTES, _files, write_result
 
 EXIT_CHANGES = EXIT_FINDINGS
 EXIT_INCOMPLETE = 3  # some files were skipped or failed
@@ -30,8 +31,14 @@ _IN_PLACE = flags.DEFINE_bool("in_place", False, "Write the rewrites into the fi
                               "a unified diff.")
 _FORMAT = flags.DEFINE_enum("format", "text", ["text", "json"], "text: the diff and a summary; json: per-file "
                             "and per-site results.")
-_VERIFY = flags.DEFINE_bool("verify", False, "Prove each rewritten file equivalent with compat.verify (imports "
-                            "TensorFlow; runs the original in a v1 Session and the rewrite in TF2).")
+_VERIFY = flags.DEFINE_bool(
+    "verify", False, "Prove each rewritten file equivalent with compat.verify before anything is written: with "
+    "--in-place only proven rewrites are written. Opt-in: it imports and RUNS your code (the original in a v1 "
+    "Session, the rewrite in TF2, each in a child process). Entry points come from the file's GRADCOMPAT_ENTRIES "
+    "or --entries.")
+_ENTRIES = flags.DEFINE_string(
+    "entries", None, "With --verify, for files that declare no GRADCOMPAT_ENTRIES: the functions to run and their "
+    "inputs, e.g. 'model_fn:float32[8,3];ste:float32[3]' (name:dtype[shape],dtype[shape] per input).")
 _EXCLUDE = flags.DEFINE_multi_string("exclude", [], "Glob of paths to skip; repeatable or comma-separated.")
 _MAX_FILE_BYTES = flags.DEFINE_integer("max_file_bytes", DEFAULT_MAX_FILE_BYTES, "Larger files are skipped.",
                                        lower_bound=1)
@@ -67,21 +74,50 @@ def _summary(results: Sequence[FileResult]) -> dict[str, Any]:
             "sites_todo": sum(1 for s in sites if s.outcome == "todo")}
 
 
-def _verify(results: Sequence[FileResult]) -> dict[str, Any]:
+def _entries() -> Any:
+    """--entries parsed (None when not given); a malformed value is a usage error saying the format."""
+    from compat.verify import EntriesError, parse_entries
+
     try:
-        from compat.verify import verify_rewrite  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as e:
-        raise app.UsageError(f"--verify needs compat.verify, which this installation does not have ({e}); run "
-                             "without --verify, or install a gradcompat that ships compat.verify",
-                             exitcode=EXIT_USAGE) from e
+        return parse_entries(_ENTRIES.value) if _ENTRIES.value else None
+    except EntriesError as e:
+        raise app.UsageError(f"--entries: {e}", exitcode=EXIT_USAGE) from None
+
+
+def _verify(results: Sequence[FileResult], entries: Any) -> dict[str, Any]:
+    """Each proposed rewrite against its file as it is on disk (never yet written)."""
+    from compat.verify import ENTRIES_CONSTANT, verify_rewrite
+
     reports: dict[str, Any] = {}
     for result in results:
-        if result.status == "rewritten":
+        if result.status == "rewritten" and not result.written:
+            declared = ENTRIES_CONSTANT in result.original  # a file's own declaration wins over --entries
             try:
-                reports[result.path] = verify_rewrite(os.path.abspath(result.path), result.rewritten, None)
+                reports[result.path] = verify_rewrite(os.path.abspath(result.path), result.rewritten,
+                                                      None if declared else entries)
             except Exception as e:  # noqa: BLE001 - one file's failure is its result, not the end of the run
                 reports[result.path] = f"verification could not run: {type(e).__name__}: {e}"
     return reports
+
+
+def _write_proven(results: list[FileResult], verified: dict[str, Any]) -> list[FileResult]:
+    """--in-place --verify: write the rewrites verify proved; the others are skipped, their files untouched."""
+    written = []
+    for result in results:
+        if result.path in verified and not _verified(verified[result.path]):
+            result = dataclasses.replace(result, status="skipped",
+                                         reason="not written: --verify did not prove the rewrite equivalent")
+        written.append(write_result(result, _MAX_FILE_BYTES.value))
+    return written
+
+
+def _verify_line(path: str, report: Any) -> str:
+    if isinstance(report, str):
+        return f"{path}: verify: NOT proven equivalent: {report}\n"
+    counts = ", ".join(f"{n} {status}" for status, n in report.counts().items() if n)
+    if report.ok:
+        return f"{path}: verify: equivalent ({counts})\n"
+    return f"{path}: verify: NOT proven equivalent ({counts})\n{report.render_text()}"
 
 
 def _verified(report: Any) -> bool:
@@ -104,16 +140,17 @@ def main(argv: Sequence[str]) -> int:
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
         raise app.UsageError(f"no such file or directory: {', '.join(missing)}", exitcode=EXIT_USAGE)
-    if _VERIFY.value:
-        _verify([])  # fail early, before touching anything, if compat.verify is missing
+    entries = _entries() if _VERIFY.value else None
     excludes = [p.strip() for value in _EXCLUDE.value for p in value.split(",") if p.strip()]
     bar = ProgressBar(sum(1 for _ in _files(paths, excludes)), "files") if wants_progress(_PROGRESS.value) else None
-    results = list(rewrite_paths(paths, in_place=_IN_PLACE.value, excludes=excludes,
+    results = list(rewrite_paths(paths, in_place=_IN_PLACE.value and not _VERIFY.value, excludes=excludes,
                                  max_file_bytes=_MAX_FILE_BYTES.value,
                                  on_file=(lambda r: bar.advance(r.path)) if bar else None))
     if bar is not None:
         bar.close()
-    verified = _verify(results) if _VERIFY.value else {}
+    verified = _verify(results, entries) if _VERIFY.value else {}
+    if _VERIFY.value and _IN_PLACE.value:
+        results = _write_proven(results, verified)
     summary = _summary(results)
     if _FORMAT.value == "json":
         document = {"tool": "compat-rewrite", "version": __version__, "in_place": _IN_PLACE.value,
@@ -129,8 +166,7 @@ def main(argv: Sequence[str]) -> int:
             if result.status != "unchanged" or result.sites:
                 sys.stderr.write(_text_line(result) + "\n")
         for path, report in verified.items():
-            verdict = "equivalent" if _verified(report) else "NOT proven equivalent"
-            sys.stderr.write(f"{path}: verify: {verdict}: {report}\n")
+            sys.stderr.write(_verify_line(path, report))
     sys.stderr.write(f"compat-rewrite: {summary['files']} files: {summary['rewritten']} rewritten, "
                      f"{summary['unchanged']} unchanged, {summary['skipped']} skipped, {summary['failed']} failed; "
                      f"{summary['sites']} legacy sites: {summary['sites_rewritten']} rewritten, "

@@ -103,6 +103,25 @@ def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEF
     return FileResult(path, "rewritten", "", result.sites, text, result.text, written)
 
 
+def write_result(result: FileResult, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileResult:
+    """Write a dry run's rewrite into its file, atomically, if the file still holds the text that was rewritten
+    (e.g. after `--verify` proved it); otherwise the result is `skipped` with the reason, the file untouched."""
+    if result.status != "rewritten" or result.written:
+        return result
+    read = _read(result.path, max_file_bytes)
+    if isinstance(read, FileResult):
+        return dataclasses.replace(result, status="skipped", reason=read.reason)
+    data, snapshot = read
+    decoded = _decode(data)
+    if isinstance(decoded, str) or decoded[0] != result.original:
+        return dataclasses.replace(result, status="skipped",
+                                   reason="file changed since it was read; not overwritten (run again)")
+    reason = _replace(result.path, result.rewritten.encode(decoded[1]), snapshot)
+    if reason:
+        return dataclasses.replace(result, status="skipped", reason=reason)
+    return dataclasses.replace(result, written=True)
+
+
 def _unchanged_since(path: str, snapshot: _Snapshot) -> bool:
     try:
         st = os.stat(path)

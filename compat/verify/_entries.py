@@ -95,7 +95,11 @@ def parse_entries(text: str) -> Entries:
             raise EntriesError(f"entry {part.strip()!r}: expected name:dtype[shape],..., like "
                                f"sign_ste:float32[3] or product:float32[2,3],float32[2,3]")
         inputs = []
-        for spec in re.findall(r"[^,\[\]]+\[[^\]]*\]", match.group(2)):
+        specs = re.findall(r"[^,\[\]]+\[[^\]]*\]", match.group(2))
+        if "".join(specs).replace(" ", "") != match.group(2).replace(" ", "").replace("],", "]"):
+            raise EntriesError(f"entry `{match.group(1)}`: inputs {match.group(2)!r} are not dtype[shape],...: "
+                               f"e.g. float32[3] or float32[2,3],float32[2,3]")
+        for spec in specs:
             found = _INPUT_FLAG.match(spec.strip(", "))
             if not found:
                 raise EntriesError(f"entry `{match.group(1)}`: input {spec.strip(', ')!r} is not dtype[shape]")

@@ -79,12 +79,35 @@ def test_usage_errors_exit_2(args: tuple[str, ...], tmp_path: Path) -> None:
     assert _run(*args, cwd=tmp_path).returncode == 2
 
 
-def test_verify_without_compat_verify_is_a_usage_error(tree: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    # `None` in sys.modules makes `import compat.verify` raise ImportError, as in an install without it.
-    code = "import sys; sys.modules['compat.verify'] = None; from compat.apps.rewrite import run; run()"
-    done = subprocess.run([sys.executable, "-c", code, "--verify", str(tree / "sign_ste.py")],
-                          capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 2, done.stderr
-    assert "--verify needs compat.verify" in done.stderr
-    assert (tree / "sign_ste.py").read_text() == (LEGACY / "sign_ste.py").read_text()
+WRONG_BY_HAND = (
+    "import tensorflow.compat.v1 as tf\n\n\n"
+    "def sign_ste(x):\n"
+    "    G = tf.get_default_graph()\n"
+    "    with G.gradient_override_map({\"Sign\": \"Identity\"}):\n"
+    "        return tf.sign(x)\n\n\n"
+    "def model(x):\n"
+    "    return sign_ste(x) * 2.0\n"
+)
+
+
+def test_in_place_verify_writes_only_proven_rewrites_judged_against_the_original(tree: Path) -> None:
+    """--verify must compare with the file as it was, and --in-place then writes only what it proved."""
+    user = tree / "user_model.py"
+    user.write_text(WRONG_BY_HAND)
+    done = _run("--in-place", "--verify", "--entries=model:float32[4]", str(user), str(tree / "sign_ste.py"))
+    assert done.returncode == 0 + 1, done.stderr  # changes made, every rewrite proven
+    assert "user_model.py: verify: equivalent" in done.stderr and "sign_ste.py: verify: equivalent" in done.stderr
+    assert user.read_text() != WRONG_BY_HAND and "custom_gradient" in user.read_text()
+    assert (tree / "sign_ste.py").read_text() == (EXPECTED / "sign_ste.py").read_text()
+
+
+def test_verify_without_entries_leaves_the_file_untouched_and_says_how(tree: Path) -> None:
+    user = tree / "user_model.py"
+    user.write_text(WRONG_BY_HAND)
+    done = _run("--in-place", "--verify", str(user))
+    assert done.returncode == 3, done.stderr
+    assert "NOT proven equivalent" in done.stderr and "GRADCOMPAT_ENTRIES" in done.stderr
+    assert "not written: --verify did not prove the rewrite equivalent" in done.stderr
+    assert user.read_text() == WRONG_BY_HAND
+    bad = _run("--verify", "--entries=model:float32[", str(user))
+    assert bad.returncode == 2 and "--entries" in bad.stderr

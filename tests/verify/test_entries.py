@@ -42,3 +42,9 @@ def test_example_inputs_are_deterministic_and_away_from_discontinuities():
     assert first[1].dtype == np.int64 and set(first[1]) <= {0, 1, 2}
     assert first[2].dtype.name == "bfloat16"
     assert not np.array_equal(example_inputs("g", spec)[0], floats)
+
+
+@pytest.mark.parametrize("text", ["model:float32[", "model:float32[3]x", "model:float32[3],,", "model:[3]"])
+def test_malformed_entry_flags_are_refused_not_read_as_fewer_inputs(text):
+    with pytest.raises(EntriesError, match="dtype\\[shape\\]"):
+        parse_entries(text)
