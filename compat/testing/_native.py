@@ -1,4 +1,4 @@
-"""Assertions for your own test suite: your custom gradient behaves the same in every native variant."""
+"""`assert_native_variants_agree`: the whole check matrix must agree in every native variant."""
 
 from __future__ import annotations
 
