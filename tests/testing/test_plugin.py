@@ -1,15 +1,11 @@
 """compat.testing.plugin, run by pytest's own pytester the way a user's suite runs it."""
 
 import configparser
-import importlib.metadata
 import pathlib
 import subprocess
 import sys
 
 import pytest
-
-import compat.testing._assertions  # noqa: F401  imported here so pytester's in-process runs reuse it
-import compat.testing.plugin  # noqa: F401
 
 pytest_plugins = ("pytester",)
 
@@ -53,33 +49,22 @@ def test_pitfall_gone():
 '''
 
 
-def _plugin_args() -> list[str]:
-    """`-p compat.testing.plugin`, unless an installed gradcompat already registers it by its entry point.
-
-    The in-process runs skip hypothesis's plugin (it would import hypothesis anew each run, seconds each) and
-    the warning that the plugin, imported by this module, cannot be rewritten.
-    """
-    installed = any(e.name == "gradcompat" for e in importlib.metadata.entry_points(group="pytest11"))
-    quiet = ["-p", "no:hypothesispytest", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    return quiet + ([] if installed else ["-p", "compat.testing.plugin"])
-
-
 @pytest.fixture(name="user_suite")
 def user_suite_fixture(pytester):
     pytester.makepyfile(test_user=USER_TESTS)
     return pytester
 
 
-def test_a_user_test_runs_once_per_variant_with_readable_ids(user_suite):
-    result = user_suite.runpytest_inprocess(*_plugin_args(), "--collect-only", "-q")
+def test_a_user_test_runs_once_per_variant_with_readable_ids(user_suite, plugin_args):
+    result = user_suite.runpytest_inprocess(*plugin_args, "--collect-only", "-q")
     result.stdout.fnmatch_lines(["test_user.py::test_ste[[]override_map@eager_tape[]]",
                                  "test_user.py::test_ste[[]custom_gradient@eager_tape[]]"])
-    result = user_suite.runpytest_inprocess(*_plugin_args(), "-k", "test_ste or test_passes")
+    result = user_suite.runpytest_inprocess(*plugin_args, "-k", "test_ste or test_passes")
     result.assert_outcomes(passed=3)
 
 
-def test_a_failing_assertion_shows_the_difference_without_gradcompat_frames(user_suite):
-    result = user_suite.runpytest_inprocess(*_plugin_args(), "-k", "test_fails_helpfully")
+def test_a_failing_assertion_shows_the_difference_without_gradcompat_frames(user_suite, plugin_args):
+    result = user_suite.runpytest_inprocess(*plugin_args, "-k", "test_fails_helpfully")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*spec `shape_branch`, scenario `sum`, dtype float32, variant custom_gradient@eager_tape: "
@@ -90,8 +75,8 @@ def test_a_failing_assertion_shows_the_difference_without_gradcompat_frames(user
     assert "_assertions.py" not in result.stdout.str() and "_assert_same" not in result.stdout.str()
 
 
-def test_an_expected_pitfall_passes_and_one_that_no_longer_happens_fails(user_suite):
-    result = user_suite.runpytest_inprocess(*_plugin_args(), "-k", "test_expected_pitfall or test_pitfall_gone")
+def test_an_expected_pitfall_passes_and_one_that_no_longer_happens_fails(user_suite, plugin_args):
+    result = user_suite.runpytest_inprocess(*plugin_args, "-k", "test_expected_pitfall or test_pitfall_gone")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*no longer shows 1 expected pitfall(s): its behaviour changed; update or remove them in `expected=`:",
@@ -100,13 +85,13 @@ def test_an_expected_pitfall_passes_and_one_that_no_longer_happens_fails(user_su
     ])
 
 
-def test_k_selects_one_variant(user_suite):
-    result = user_suite.runpytest_inprocess(*_plugin_args(), "-v", "-k", "test_ste and custom_gradient and eager_tape")
+def test_k_selects_one_variant(user_suite, plugin_args):
+    result = user_suite.runpytest_inprocess(*plugin_args, "-v", "-k", "test_ste and custom_gradient and eager_tape")
     result.assert_outcomes(passed=1, deselected=5)
     result.stdout.fnmatch_lines(["*test_ste[[]custom_gradient@eager_tape[]] PASSED*"])
 
 
-def test_the_option_narrows_variants_and_the_marker_alone_parametrises(pytester):
+def test_the_option_narrows_variants_and_the_marker_alone_parametrises(pytester, plugin_args):
     pytester.makepyfile(test_marked='''
 import pytest
 
@@ -114,19 +99,19 @@ import pytest
 def test_marked(variant):
     assert variant.endswith("@v1_session")
 ''')
-    result = pytester.runpytest_inprocess(*_plugin_args(), "-v", "--gradcompat-variants", "custom_gradient@*,override_map@*")
+    result = pytester.runpytest_inprocess(*plugin_args, "-v", "--gradcompat-variants", "custom_gradient@*,override_map@*")
     result.assert_outcomes(passed=2, deselected=2)
     result.stdout.fnmatch_lines(["*test_marked[[]override_map@v1_session[]] PASSED*",
                                  "*test_marked[[]custom_gradient@v1_session[]] PASSED*"])
-    result = pytester.runpytest_inprocess(*_plugin_args(), "--gradcompat-variants", "nope@*")
+    result = pytester.runpytest_inprocess(*plugin_args, "--gradcompat-variants", "nope@*")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--gradcompat-variants: variant selection 'nope@[*]' matches no variant*"])
 
 
-def test_the_marker_and_option_are_listed(pytester):
-    result = pytester.runpytest_inprocess(*_plugin_args(), "--markers")
+def test_the_marker_and_option_are_listed(pytester, plugin_args):
+    result = pytester.runpytest_inprocess(*plugin_args, "--markers")
     result.stdout.fnmatch_lines(["@pytest.mark.gradcompat(selection='native'): run the test once per gradcompat*"])
-    result = pytester.runpytest_inprocess(*_plugin_args(), "--help")
+    result = pytester.runpytest_inprocess(*plugin_args, "--help")
     result.stdout.fnmatch_lines(["*--gradcompat-variants=SELECTION*"])
 
 
