@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from compat.checker import DEFAULT_REFERENCE, REPRESENTATION_KINDS, Difference
+from compat.downstream import Downstream
 from compat.matrix import Cell, CheckReport, check
 from compat.results import VariantResult
 from compat.runner import run
@@ -38,7 +39,9 @@ def assert_same_upstream(spec: GradientSpec | Sequence[GradientSpec], scenarios:
       dtypes: dtype names; default float32.
       expected: known pitfalls, variant glob -> difference kind (or a list of kinds). They pass while
         TensorFlow still shows them and fail once it no longer does, so a new release that changes them is
-        noticed; an expected status (`not_called`, `unsupported`, `error`) covers the whole cell.
+        noticed; an expected status (`not_called`, `unsupported`, `error`) covers the whole cell. Each
+        (glob, kind) must show in at least one cell of this call; globs for variants not run are ignored,
+        so one dict can serve a whole suite.
       strict: fail on representation-only differences and `unsupported` cells too.
 
     Returns:
@@ -62,12 +65,13 @@ def assert_same_gradients(spec: GradientSpec | Sequence[GradientSpec], scenarios
     return _assert_same("gradients", spec, scenarios, variants, reference, dtypes, expected, strict)
 
 
-def run_variant(spec: GradientSpec, variant: str, loss: object = None) -> VariantResult:
+def run_variant(spec: GradientSpec, variant: str,
+                loss: Downstream | Callable[..., Any] | None = None) -> VariantResult:
     """`spec` run in one variant (the `variant` a parametrised test receives): what the function received."""
     if not isinstance(variant, str) or any(c in variant for c in "*?[,"):
         raise ValueError(f"run_variant() runs one variant, got {variant!r}; use compat.run(spec, loss, variants) "
                          f"for several")
-    return run(spec, loss, [variant])[0]  # type: ignore[arg-type]
+    return run(spec, loss, [variant])[0]
 
 
 def _assert_same(compared: Compared, spec: GradientSpec | Sequence[GradientSpec], scenarios: Sequence[str] | None,

@@ -115,7 +115,7 @@ def _odd_one_out(report: CheckReport, failures: Sequence[Failure], chosen: Seque
                   and c.variant != cell.reference and c.result.status != "unsupported"]
         seen = signatures.get(key, {})
         if len(others) >= 2 and all(v in seen for v in others) and len({seen[v] for v in others}) == 1:
-            suggestion = next((v for v in others if v != cell.variant), others[0])
+            suggestion = others[0]
             lines.append("")
             lines.append(f"note: in spec `{key[0]}`, scenario `{key[1]}`, dtype {key[2]}, every other variant differs "
                          f"from the reference {cell.reference} the same way: the reference is the odd one out. "

@@ -99,7 +99,8 @@ import pytest
 def test_marked(variant):
     assert variant.endswith("@v1_session")
 ''')
-    result = pytester.runpytest_inprocess(*plugin_args, "-v", "--gradcompat-variants", "custom_gradient@*,override_map@*")
+    result = pytester.runpytest_inprocess(*plugin_args, "-v",
+                                          "--gradcompat-variants", "custom_gradient@*,override_map@*")
     result.assert_outcomes(passed=2, deselected=2)
     result.stdout.fnmatch_lines(["*test_marked[[]override_map@v1_session[]] PASSED*",
                                  "*test_marked[[]custom_gradient@v1_session[]] PASSED*"])
