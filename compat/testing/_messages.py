@@ -46,7 +46,7 @@ def failure_message(compared: str, report: CheckReport, failures: Sequence[Failu
             lines += _values(where, first.cell.result, reference.result if reference else None)
         lines += _odd_one_out(report, failures, chosen)
     if unmet:
-        lines.append("")
+        lines += [""] if lines else []
         lines.append(f"TensorFlow {report.tensorflow} no longer shows {len(unmet)} expected pitfall(s): its "
                      f"behaviour changed; update or remove them in `expected=`:")
         for expectation in unmet:
