@@ -39,7 +39,7 @@ _EXPORTS: dict[str, str] = {
     "compare": "compat.checker",
     "render": "compat.reports",
     "load_specs": "compat.loading",
-    "assert_native_variants_agree": "compat.testing",
+    "assert_native_variants_agree": "compat.testing._native",
     "verify_rewrite": "compat.verify",
     "verify_files": "compat.verify",
     "VerifyReport": "compat.verify",

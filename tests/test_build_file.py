@@ -256,6 +256,8 @@ def test_tests_see_conftest_helpers_and_fixtures(targets: dict[str, Target]) -> 
             "tests/test_packaging.py",
             ["LICENSE", "pyproject.toml", "setup.cfg", "README.md", "MANIFEST.in", "compat/**/*"],
         ),
+        ("tests/testing/test_plugin.py", ["setup.cfg"]),
+        ("tests/testing/test_readme.py", ["README.md"]),
     ],
 )
 def test_tests_that_read_the_tree_get_it(targets: dict[str, Target], test_file: str, needs: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""Assertions for your own test suite: your custom gradient behaves the same in every native variant."""
+"""`assert_native_variants_agree`: the whole check matrix must agree in every native variant."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def assert_native_variants_agree(spec: GradientSpec | Sequence[GradientSpec], sc
     Cross variants (a legacy mechanism in a TF2 context) never fail it; they are in the returned report.
     Error cells in native variants (your forward or gradient failed) fail it too.
     """
+    __tracebackhide__ = True
     specs = [spec] if isinstance(spec, GradientSpec) else list(spec)
     report = check(specs, scenarios=scenarios, dtypes=dtypes,
                    variants=list(variants) if variants is not None else list(NATIVE_VARIANTS), reference=reference)

@@ -1,4 +1,4 @@
-"""compat.testing: the assertion users put in their own suites."""
+"""compat.testing.assert_native_variants_agree: the whole matrix must agree in every native variant."""
 
 import numpy as np
 import pytest

@@ -1,0 +1,36 @@
+"""The README's compat.testing examples run as written: the pytest one through pytester, the absl one in unittest."""
+
+import importlib
+import pathlib
+import re
+import unittest
+
+import compat
+
+pytest_plugins = ("pytester",)
+
+README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _example(first_line: str) -> str:
+    """The README's python block that starts with `first_line`."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+    [block] = [b for b in blocks if b.startswith(first_line + "\n")]
+    return block
+
+
+def test_the_pytest_example_passes_in_every_native_variant(pytester, plugin_args):
+    pytester.makepyfile(test_ste=_example("# test_ste.py"))
+    result = pytester.runpytest_inprocess(*plugin_args, "-v")
+    result.assert_outcomes(passed=len(compat.NATIVE_VARIANTS) + 1)
+    result.stdout.fnmatch_lines(["*test_ste.py::test_ste[[]custom_gradient@eager_tape[]] PASSED*"])
+
+
+def test_the_absl_example_passes(pytester):
+    pytester.makepyfile(test_ste=_example("# test_ste.py"), ste_test=_example("# ste_test.py"))
+    pytester.syspathinsert()
+    module = importlib.import_module("ste_test")
+    suite = unittest.TestLoader().loadTestsFromTestCase(module.SteTest)
+    assert suite.countTestCases() == len(compat.NATIVE_VARIANTS) + 1
+    result = unittest.TextTestRunner(stream=open("/dev/null", "w"), verbosity=0).run(suite)  # noqa: SIM115
+    assert result.wasSuccessful(), result.failures + result.errors
