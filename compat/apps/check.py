@@ -134,7 +134,8 @@ def _view() -> View:
         raise _usage_error(f"{' and '.join(text_only)} applies to --format=table or markdown, not {FORMAT.value}")
     if ONLY_DIFFERENCES.value and FORMAT.value == "json":
         raise _usage_error("--only_differences applies to table, markdown and html; JSON is always whole")
-    return View(show="upstream" if SHOW.value == "upstream" else "all", only_differences=ONLY_DIFFERENCES.value, quiet=QUIET.value)
+    return View(show="upstream" if SHOW.value == "upstream" else "all", only_differences=ONLY_DIFFERENCES.value,
+                quiet=QUIET.value)
 
 
 def _run_check() -> CheckReport:

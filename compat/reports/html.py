@@ -138,7 +138,8 @@ function show(i) {
   panel.appendChild(el('div', 'sub', c.spec + ' · ' + c.dtype + ' · scenario ' + c.scenario));
   const badges = el('div');
   const otherForm = c.status === 'differs' && c.differences.every(d => !d.breaking);
-  badges.appendChild(el('span', 'badge st-' + c.status + (c.unexpected ? ' unexpected' : '') + (otherForm ? ' repr' : ''),
+  const badgeClass = 'badge st-' + c.status + (c.unexpected ? ' unexpected' : '') + (otherForm ? ' repr' : '');
+  badges.appendChild(el('span', badgeClass,
                         (otherForm ? REPR_WORDS : words[c.status]) + (c.unexpected ? ' · UNEXPECTED' : '')));
   badges.appendChild(el('span', 'badge ' + (c.native ? 'st-same' : 'st-unsupported'),
                         c.native ? 'native' : 'cross (migration pitfall if it differs)'));

@@ -69,7 +69,8 @@ def matrix_table(report: CheckReport, spec: str, dtype: str, variants: Sequence[
     """A markdown table for one spec and dtype: one row per scenario, one column per variant (all by default).
 
     Cells are short words (`same`, `differs`, `not called`, `unsupported`, `error`); unexpected ones are
-    bold and flagged; with `only_differences`, rows where no cell differs are left out. Reusable in documents, e.g. the migration guide, with a chosen subset of `variants`.
+    bold and flagged; with `only_differences`, rows where no cell differs are left out. Reusable in documents,
+    e.g. the migration guide, with a chosen subset of `variants`.
     """
     columns = list(report.variants if variants is None else variants)
     cells = {(c.scenario, c.variant): c for c in report.cells if c.spec == spec and c.dtype == dtype}

@@ -189,7 +189,7 @@ def text_section(report: CheckReport, only_differences: bool = False) -> list[st
             else:
                 lines.append("    received")
                 for index, upstream in enumerate(group.upstreams):
-                    lines += _upstream_lines(f"upstream[{index}] ", upstream, 6)
+                    lines += _upstream_lines(f"upstream[{index}] ", upstream, 8)
             lines += _indented("by " + compact_variants(group.variants, report.variants), 6)
         for status, variants in scene.not_run.items():
             lines += _indented(f"{NOT_RUN_WORDS.get(status, status)}: {compact_variants(variants, report.variants)}",
@@ -209,7 +209,8 @@ def markdown_section(report: CheckReport, only_differences: bool = False) -> lis
         about = report.scenario_descriptions.get(scene.scenario)
         lines += ["", f"**`{scene.scenario}`**" + (f": {_md(about)}" if about else ""), "",
                   "| received | by |", "|---|---|"]
-        lines += [f"| {_md(_what(group))} | {_md(compact_variants(group.variants, report.variants))} |"
+        lines += [f"| {'<br>'.join(_md(part) for part in _what(group))} | "
+                  f"{_md(compact_variants(group.variants, report.variants))} |"
                   for group in scene.received]
         lines += [f"| {_md(NOT_RUN_WORDS.get(status, status))} | {_md(compact_variants(variants, report.variants))} |"
                   for status, variants in scene.not_run.items()]
@@ -236,10 +237,10 @@ def _upstream_lines(prefix: str, upstream: Upstream, indent: int) -> list[str]:
     return [head + ":", *(" " * (indent + 2) + row for row in text.splitlines())]
 
 
-def _what(group: Received) -> str:
+def _what(group: Received) -> list[str]:
     if len(group.upstreams) == 1:
-        return describe(group.upstreams[0])
-    return "; ".join(f"upstream[{i}] {describe(u)}" for i, u in enumerate(group.upstreams))
+        return [describe(group.upstreams[0])]
+    return [f"upstream[{i}] {describe(u)}" for i, u in enumerate(group.upstreams)]
 
 
 def _indented(text: str, indent: int) -> list[str]:
