@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, cell_dict, native_variants, verdict
 from compat.reports.table import (
+    INSTEAD,
     OTHER_FORM,
     REPRESENTATION_SYMBOL,
     REPRESENTATION_WORDS,
@@ -21,6 +22,7 @@ from compat.reports.table import (
     pitfalls,
     representation_notes,
     representation_only,
+    where,
 )
 from compat.reports.view import FULL, View
 
@@ -156,7 +158,8 @@ function show(i) {
   c.differences.forEach(d => {
     const box = el('div', 'diff' + (d.breaking ? ' breaking' : ''));
     box.appendChild(el('div', 'mono', '[' + d.kind + '] ' + (d.breaking ? '' : '(representation only) ')));
-    box.appendChild(el('div', '', d.detail));
+    const instead = c.status === 'not_called' && d.where.startsWith('input_grad') ? ' (' + INSTEAD + ')' : '';
+    box.appendChild(el('div', '', d.detail + instead));
     const extra = [];
     if ('max_abs' in d) extra.push('max abs ' + num(d.max_abs));
     if ('max_rel' in d) extra.push('max rel ' + num(d.max_rel));
@@ -166,7 +169,8 @@ function show(i) {
   });
   upstreams(panel, c.upstream, 'upstream received (first call)');
   if (c.ref !== null && c.ref !== i) upstreams(panel, cells[c.ref].upstream, 'reference ' + c.reference + ' received');
-  panel.appendChild(el('h4', '', 'input gradients'));
+  const inputTitle = 'input gradients' + (c.status === 'not_called' ? ' (' + INSTEAD + ')' : '');
+  panel.appendChild(el('h4', '', inputTitle));
   if (c.input_grads === null) panel.appendChild(el('div', 'hint', 'none computed'));
   else c.input_grads.forEach((g, k) => panel.appendChild(el('pre', '', 'input_grad[' + k + '] = ' + fmt(g))));
 }
@@ -228,7 +232,11 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
 
 
 def _script() -> str:
-    return _SCRIPT.replace("WORDS_JSON", _script_json(WORDS)).replace("REPR_WORDS", _script_json(REPRESENTATION_WORDS))
+    """The page's script with the report's words filled in (placeholders in capitals)."""
+    script = _SCRIPT
+    for placeholder, value in (("WORDS_JSON", WORDS), ("REPR_WORDS", REPRESENTATION_WORDS), ("INSTEAD", INSTEAD)):
+        script = script.replace(placeholder, _script_json(value))
+    return script
 
 
 def _header(report: CheckReport) -> str:
@@ -331,7 +339,7 @@ def _notes(report: CheckReport) -> str:
     unexpected = "".join(
         f"<li><b>{_e(c.spec)} · {_e(c.dtype)} · {_e(c.scenario)} · <code>{_e(c.variant)}</code></b> "
         f"(vs <code>{_e(c.reference)}</code>)<ul>"
-        + "".join(f"<li>[{_e(d.kind)}] {_e(d.where)}: {_e(d.detail)}</li>" for d in c.differences)
+        + "".join(f"<li>[{_e(d.kind)}] {_e(where(c, d))}: {_e(d.detail)}</li>" for d in c.differences)
         + "</ul></li>" for c in report.unexpected) or "<li>none</li>"
     notes = "".join(f"<li>{_e(n)}</li>" for n in representation_notes(report)) or "<li>none</li>"
     skipped = "".join(f"<li>{_e(s.spec)} / {_e(s.scenario)}: {_e(s.reason)}</li>" for s in report.skipped)

@@ -14,6 +14,7 @@ from compat.reports.table import (
     pitfalls,
     representation_notes,
     representation_only,
+    where,
 )
 from compat.reports.view import FULL, View
 
@@ -99,7 +100,7 @@ def _word(cell: Cell | None) -> str:
 
 def _unexpected(cell: Cell) -> list[str]:
     head = f"- `{cell.spec}` · {cell.dtype} · `{cell.scenario}` · `{cell.variant}` (vs `{cell.reference}`)"
-    lines = [head, *(f"  - {d.kind}: {_inline(d.where + ': ' + d.detail)}" for d in cell.differences)]
+    lines = [head, *(f"  - {d.kind}: {_inline(where(cell, d) + ': ' + d.detail)}" for d in cell.differences)]
     if cell.result.message and not any(cell.result.message in d.detail for d in cell.differences):
         lines.append(f"  - {cell.status}: {_inline(cell.result.message)}")
     return lines

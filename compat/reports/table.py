@@ -14,6 +14,7 @@ from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, verdict
 from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
+    from compat.checker import Difference
     from compat.matrix import Cell, CheckReport
 
 SYMBOLS: dict[str, str] = {"same": "=", "differs": "≠", "not_called": "∅", "unsupported": "-", "error": "!"}
@@ -218,13 +219,23 @@ def short_label(variant: str, short_m: dict[str, str], short_c: dict[str, str]) 
     return f"{short_m[mechanism]}@{short_c[context]}"
 
 
+INSTEAD = "computed by TensorFlow instead: your function never ran"
+
+
+def where(cell: Cell, difference: Difference) -> str:
+    """Where a difference is; for a cell whose function never ran, input gradients say who computed them."""
+    if cell.status == "not_called" and difference.where.startswith("input_grad"):
+        return f"{difference.where} ({INSTEAD})"
+    return difference.where
+
+
 def cell_title(cell: Cell) -> str:
     """One line saying what a cell is and why it has its status."""
     text = f"{cell.variant} [{'native' if cell.native else 'cross'}] {WORDS[cell.status]}"
     if cell.unexpected:
         text += " (UNEXPECTED)"
     if cell.differences:
-        text += f": {cell.differences[0].where}: {cell.differences[0].detail}"
+        text += f": {where(cell, cell.differences[0])}: {cell.differences[0].detail}"
     elif cell.result.message:
         text += f": {cell.result.message}"
     return text
@@ -264,7 +275,7 @@ def _unexpected_lines(report: CheckReport) -> list[str]:
     lines = []
     for cell in report.unexpected:
         lines.append(f"  {cell.spec} · {cell.dtype} · {cell.scenario} · {cell.variant} (vs {cell.reference}):")
-        lines += [f"    [{d.kind}] {d.where}: {d.detail}" for d in cell.differences]
+        lines += [f"    [{d.kind}] {where(cell, d)}: {d.detail}" for d in cell.differences]
         if cell.result.message and not any(cell.result.message in d.detail for d in cell.differences):
             lines.append(f"    [{cell.status}] {cell.result.message}")
     return lines

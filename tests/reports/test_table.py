@@ -83,3 +83,12 @@ def test_the_spec_description_is_shown_in_every_format(report):
     assert description and "seed" not in description
     for fmt in ("table", "markdown", "html", "json"):
         assert description in render(report, fmt), fmt
+
+
+def test_values_of_a_never_called_cell_say_tensorflow_computed_them(report):
+    from compat.reports.table import INSTEAD, where
+
+    cell = next(c for c in report.cells if c.variant == "override_map@eager_tape" and c.scenario == "sum")
+    values = next(d for d in cell.differences if d.kind == "values")
+    assert cell.status == "not_called" and where(cell, values) == f"{values.where} ({INSTEAD})"
+    assert INSTEAD in render(report, "html")
