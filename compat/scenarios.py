@@ -159,8 +159,8 @@ _SCENARIOS = (
     Scenario("gather", "reduce_sum(gather(y, [0, last, 0])): an IndexedSlices upstream", _gather, _gatherable),
     Scenario("gather_twice", "two gathers of y added: IndexedSlices aggregated", _gather_twice, _gatherable),
     Scenario("reuse", "y used twice (2*sum(y) + sum(y*w)): upstreams aggregated before the call", _reuse),
-    Scenario("unused_output", "only the first of several outputs is used", _loss(lambda y, *rest: tf.reduce_sum(y)),
-             _multi_output),
+    Scenario("unused_output", "only the first of several outputs is used: the others' upstreams are None or zeros",
+             _loss(lambda y, *rest: tf.reduce_sum(y)), _multi_output),
     Scenario("all_outputs", "sum of every float output i times (i + 1): each output's upstream is i + 1, "
              "none None or zeros", _all_outputs, _several_float_outputs),
     Scenario("stop_gradient", "reduce_sum(stop_gradient(y)): no gradient flows",

@@ -78,6 +78,7 @@ def _listing() -> str:
 
     lines = ["specs (catalogue):"] + [f"  {name}: {factory().description}" for name, factory in CATALOGUE.items()]
     lines += ["scenarios:"] + [f"  {name}: {scenario.description}" for name, scenario in SCENARIOS.items()]
+    lines += ["  custom: your own loss, given with --loss"]
     lines += ["variants (* = native):"] + [f"  {'*' if v in NATIVE_VARIANTS else ' '} {v}" for v in VARIANTS]
     lines += ["dtypes: " + ", ".join(DTYPES)]
     return "\n".join(lines) + "\n"
