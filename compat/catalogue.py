@@ -33,7 +33,7 @@ def sign_ste() -> GradientSpec:
 
 def scaled_ste() -> GradientSpec:
     return GradientSpec("scaled_ste", _tf().sign, lambda i, o, u: [0.5 * _dense(u[0])], [_X], op_type="Sign",
-                        description="the seed question's op: sign forward, straight-through gradient x 0.5")
+                        description="sign forward, straight-through gradient x 0.5")
 
 
 def gradient_reversal(strength: float = 0.7) -> GradientSpec:

@@ -62,6 +62,10 @@ class CheckReport:
     tensorflow: str = dataclasses.field(default_factory=lambda: tf.__version__)
     tolerances: dict[str, dict[str, float]] = dataclasses.field(
         default_factory=lambda: {name: dataclasses.asdict(t) for name, t in TOLERANCES.items()})
+    descriptions: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Spec name -> the spec's `description` (empty or absent when it has none)."""
+    scenario_descriptions: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Scenario name -> what its downstream does."""
 
     @property
     def unexpected(self) -> tuple[Cell, ...]:
@@ -76,12 +80,13 @@ class CheckReport:
 Progress = Callable[[int, int, str], None]
 
 
-def check(specs: Sequence[GradientSpec], scenarios: Sequence[str] | None = None,
+def check(specs: Sequence[GradientSpec], scenarios: Sequence[str | Scenario] | None = None,
           dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
           reference: str = DEFAULT_REFERENCE, progress: Progress | None = None) -> CheckReport:
     """Run every spec in every dtype, scenario and variant, and compare each cell with `reference`.
 
-    One graph or trace is built per (spec, dtype, context) for all its scenarios and variants.
+    One graph or trace is built per (spec, dtype, context) for all its scenarios and variants. `scenarios`
+    holds registered names or `Scenario` objects (e.g. one made from a user's loss).
     """
     chosen_scenarios = select_scenarios(list(scenarios) if scenarios is not None else None)
     chosen_dtypes = tuple(dtypes) if dtypes is not None else ("float32",)
@@ -113,7 +118,9 @@ def check(specs: Sequence[GradientSpec], scenarios: Sequence[str] | None = None,
     if progress:
         progress(total, total, "done")
     return CheckReport(tuple(cells), tuple(skipped), reference, tuple(s.name for s in specs),
-                       tuple(s.name for s in chosen_scenarios), chosen_dtypes, chosen_variants)
+                       tuple(s.name for s in chosen_scenarios), chosen_dtypes, chosen_variants,
+                       descriptions={s.name: s.description for s in specs if s.description},
+                       scenario_descriptions={s.name: s.description for s in chosen_scenarios})
 
 
 def _check_one(spec: GradientSpec, dtype: str, scenarios: Sequence[Scenario], variants: Sequence[str],

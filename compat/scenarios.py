@@ -128,6 +128,22 @@ def _multi_output(signature: OutputSignature) -> str | None:
     return None if signature.num_outputs > 1 else "the spec has one output; nothing is left unused"
 
 
+def _several_float_outputs(signature: OutputSignature) -> str | None:
+    if signature.num_outputs == 1:
+        return "the spec has one output; `sum` already uses it"
+    return None
+
+
+def _all_outputs(signature: OutputSignature) -> Downstream:
+    floating = [i for i, dtype in enumerate(signature.dtypes) if dtype.is_floating]
+
+    def loss(*outputs: tf.Tensor) -> tf.Tensor:
+        # Weight i + 1 for output i: each output's upstream is its own constant, so none is None or zeros.
+        return tf.add_n([float(i + 1) * tf.reduce_sum(outputs[i]) for i in floating])
+
+    return Downstream("", loss)
+
+
 _SCENARIOS = (
     Scenario("sum", "reduce_sum(y): the all-ones upstream everyone tests with",
              _loss(lambda y, *rest: tf.reduce_sum(y))),
@@ -143,8 +159,10 @@ _SCENARIOS = (
     Scenario("gather", "reduce_sum(gather(y, [0, last, 0])): an IndexedSlices upstream", _gather, _gatherable),
     Scenario("gather_twice", "two gathers of y added: IndexedSlices aggregated", _gather_twice, _gatherable),
     Scenario("reuse", "y used twice (2*sum(y) + sum(y*w)): upstreams aggregated before the call", _reuse),
-    Scenario("unused_output", "only the first of several outputs is used", _loss(lambda y, *rest: tf.reduce_sum(y)),
-             _multi_output),
+    Scenario("unused_output", "only the first of several outputs is used: the others' upstreams are None or zeros",
+             _loss(lambda y, *rest: tf.reduce_sum(y)), _multi_output),
+    Scenario("all_outputs", "sum of every float output i times (i + 1): each output's upstream is i + 1, "
+             "none None or zeros", _all_outputs, _several_float_outputs),
     Scenario("stop_gradient", "reduce_sum(stop_gradient(y)): no gradient flows",
              _loss(lambda y, *rest: tf.reduce_sum(tf.stop_gradient(y)))),
     Scenario("grad_ys", "y itself with explicit grad_ys / output_gradients (seeded)", _grad_ys),
@@ -156,10 +174,19 @@ _SCENARIOS = (
 SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in _SCENARIOS}
 
 
-def select_scenarios(names: list[str] | tuple[str, ...] | None) -> tuple[Scenario, ...]:
+def select_scenarios(names: list[str | Scenario] | tuple[str | Scenario, ...] | None) -> tuple[Scenario, ...]:
+    """The scenarios named (registered names, or Scenario objects passed through), all by default."""
     if names is None:
         return _SCENARIOS
-    unknown = [name for name in names if name not in SCENARIOS]
+    unknown = [name for name in names if not isinstance(name, Scenario) and name not in SCENARIOS]
     if unknown:
         raise ValueError(f"unknown scenario(s) {unknown}; choose from {list(SCENARIOS)}")
-    return tuple(SCENARIOS[name] for name in names)
+    return tuple(name if isinstance(name, Scenario) else SCENARIOS[name] for name in names)
+
+
+def loss_scenario(loss: Callable[..., tf.Tensor] | Downstream, name: str = "custom",
+                  description: str = "your loss") -> Scenario:
+    """A scenario from a user's `loss(*outputs) -> tensor` (or a whole Downstream), like `compat.run(loss=)`."""
+    if isinstance(loss, Downstream):
+        return Scenario(name, description or loss.description, lambda signature: loss)
+    return Scenario(name, description, _loss(loss))

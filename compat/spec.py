@@ -27,7 +27,7 @@ class SpecError(ValueError):
 class GradientSpec:
     """One custom gradient: the forward computation, its gradient, and example inputs.
 
-    Example (the seed's sign straight-through estimator scaled by 0.5):
+    Example (a sign straight-through estimator scaled by 0.5):
 
         spec = compat.GradientSpec(
             name="scaled_ste",

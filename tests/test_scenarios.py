@@ -68,3 +68,14 @@ def test_skip_reasons_are_given():
     int_first = compat.GradientSpec("int_first", lambda x: __import__("tensorflow").cast(x, "int32"),
                                     lambda i, o, u: [None], [np.ones(2, np.float32)])
     assert "int32" in SCENARIOS["sum"].skip_reason(int_first)
+
+
+def test_all_outputs_hands_every_float_output_its_own_upstream():
+    from compat.runner import run_matrix
+
+    spec = CATALOGUE["multi_output_int"]()
+    scenario = SCENARIOS["all_outputs"]
+    assert scenario.skip_reason(CATALOGUE["scaled_ste"]()) == "the spec has one output; `sum` already uses it"
+    (result,) = run_matrix(spec, [scenario.downstream(spec)], ["custom_gradient@eager_tape"])
+    first, _, third = result.upstream
+    assert np.all(first.value == 1.0) and np.all(third.value == 3.0)

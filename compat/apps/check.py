@@ -1,11 +1,13 @@
 """compat-check: run custom gradients through every mechanism, context and scenario, and compare.
 
 With no flags it runs the whole built-in catalogue. Exit codes: 0 every native variant agrees with the
-reference, 1 an unexpected difference exists, 2 a usage error (unknown spec, scenario, variant or dtype;
-a spec file that does not load).
+reference, 1 an unexpected difference exists, 2 a usage error (unknown spec, scenario, variant or dtype, with
+the closest valid name; a spec file that does not load; a --loss that cannot work).
 
     compat-check
     compat-check --specs=scaled_ste,my_ops.py:MY_SPEC --scenarios=sum,gather --format=html --output=r.html
+    compat-check --specs=my_ops.py:MY_SPEC --loss='tf.reduce_sum(y * 3.0)' --show=upstream
+    compat-check --quiet   # CI: the verdict and the unexpected cells only
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from compat.checker import DEFAULT_REFERENCE
 
 if TYPE_CHECKING:
     from compat.matrix import CheckReport
+    from compat.reports.view import View
 
 _FORMATS = ["table", "json", "markdown", "html"]
 
@@ -48,6 +51,18 @@ MAX_ARRAY_ELEMENTS = flags.DEFINE_integer(
     "max_array_elements", None, "JSON and HTML embed arrays of at most this many elements and summarise larger "
     "ones (shape, dtype, min/max/mean, first values, sha256); 0 embeds every array. Default: 1000.",
     lower_bound=0)
+SHOW = flags.DEFINE_enum(
+    "show", "all", ["all", "upstream"], "table and markdown: `upstream` prints only what each gradient function "
+    "received (per spec and scenario, the distinct upstreams and the variants that received them).")
+ONLY_DIFFERENCES = flags.DEFINE_bool(
+    "only_differences", False, "Leave out scenarios where every variant agrees with its reference (table, "
+    "markdown; the HTML page starts with its filter ticked).")
+QUIET = flags.DEFINE_bool("quiet", False, "For CI: print only the verdict and the unexpected cells (table, markdown).")
+LOSS = flags.DEFINE_string(
+    "loss", None, "Your own downstream, run as the scenario `custom`: a Python expression in y (the first output) "
+    "and outputs (all of them), with tf and np in scope, e.g. 'tf.reduce_sum(y * 3.0)'; or path/to/file.py:NAME, "
+    "a callable loss(*outputs) -> tensor (or a compat.Downstream). The expression runs as Python code. Alone it "
+    "replaces the built-in scenarios; with --scenarios, `custom` is run after them.")
 LIST = flags.DEFINE_bool("list", False, "List catalogue specs, scenarios, variants and dtypes, then exit.")
 
 
@@ -63,6 +78,7 @@ def _listing() -> str:
 
     lines = ["specs (catalogue):"] + [f"  {name}: {factory().description}" for name, factory in CATALOGUE.items()]
     lines += ["scenarios:"] + [f"  {name}: {scenario.description}" for name, scenario in SCENARIOS.items()]
+    lines += ["  custom: your own loss, given with --loss"]
     lines += ["variants (* = native):"] + [f"  {'*' if v in NATIVE_VARIANTS else ' '} {v}" for v in VARIANTS]
     lines += ["dtypes: " + ", ".join(DTYPES)]
     return "\n".join(lines) + "\n"
@@ -92,12 +108,13 @@ def main(argv: list[str]) -> int:
         if LIST.value:
             report_stream.write(_listing())
             return 0
+        view = _view()
         report = _run_check()
         from compat.reports import render
         from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS
 
         limit = DEFAULT_MAX_ARRAY_ELEMENTS if MAX_ARRAY_ELEMENTS.value is None else MAX_ARRAY_ELEMENTS.value
-        text = render(report, FORMAT.value, max_array_elements=limit)
+        text = render(report, FORMAT.value, max_array_elements=limit, view=view)
         if OUTPUT.value:
             write_output(OUTPUT.value, text)
             logging.info("wrote %s report to %s", FORMAT.value, OUTPUT.value)
@@ -108,19 +125,55 @@ def main(argv: list[str]) -> int:
     return report.exit_code
 
 
+def _view() -> View:
+    """The report options, checked against --format before anything runs."""
+    from compat.reports.view import View
+
+    text_only = [name for name, used in (("--quiet", QUIET.value), ("--show=upstream", SHOW.value == "upstream"))
+                 if used]
+    if text_only and FORMAT.value not in ("table", "markdown"):
+        raise _usage_error(f"{' and '.join(text_only)} applies to --format=table or markdown, not {FORMAT.value}")
+    if ONLY_DIFFERENCES.value and FORMAT.value == "json":
+        raise _usage_error("--only_differences applies to table, markdown and html; JSON is always whole")
+    return View(show="upstream" if SHOW.value == "upstream" else "all", only_differences=ONLY_DIFFERENCES.value,
+                quiet=QUIET.value)
+
+
 def _run_check() -> CheckReport:
     """Load the specs and run the matrix; any user code that runs here may print, but not to the report."""
+    from compat.apps._loss import LOSS_SCENARIO, LossError, parse_loss, try_loss
+    from compat.apps._names import check_names
     from compat.loading import SpecLoadError, load_specs
     from compat.matrix import check
+    from compat.scenarios import Scenario, loss_scenario
 
+    try:
+        check_names(SPECS.value, SCENARIOS.value, VARIANTS.value, REFERENCE.value)
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
     try:
         from compat.catalogue import CATALOGUE
 
         specs = load_specs(SPECS.value) if SPECS.value else [factory() for factory in CATALOGUE.values()]
     except SpecLoadError as exc:
         raise _usage_error(str(exc)) from None
+    scenarios: list[str | Scenario] | None = list(SCENARIOS.value) if SCENARIOS.value else None
+    if LOSS.value:
+        try:
+            loss = parse_loss(LOSS.value)
+            try_loss(LOSS.value, loss, specs)
+        except LossError as exc:
+            raise _usage_error(str(exc)) from None
+        custom = loss_scenario(loss, LOSS_SCENARIO, f"your loss: {LOSS.value}")
+        scenarios = scenarios or [LOSS_SCENARIO]
+        scenarios = [custom if name == LOSS_SCENARIO else name for name in scenarios]
+        if custom not in scenarios:
+            scenarios.append(custom)
+    elif scenarios and LOSS_SCENARIO in scenarios:
+        raise _usage_error(f"the scenario `{LOSS_SCENARIO}` is your --loss: give one, e.g. "
+                           "--loss='tf.reduce_sum(y * 3.0)'")
     try:
-        return check(specs, scenarios=SCENARIOS.value, dtypes=DTYPES.value, variants=VARIANTS.value,
+        return check(specs, scenarios=scenarios, dtypes=DTYPES.value, variants=VARIANTS.value,
                      reference=REFERENCE.value, progress=_CheckProgress() if wants_progress(PROGRESS.value) else None)
     except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
         raise _usage_error(str(exc)) from None

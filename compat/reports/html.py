@@ -7,8 +7,10 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, cell_dict, native_variants, status_counts, verdict
+from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, cell_dict, native_variants, verdict
 from compat.reports.table import (
+    INSTEAD,
+    OTHER_FORM,
     REPRESENTATION_SYMBOL,
     REPRESENTATION_WORDS,
     SYMBOLS,
@@ -16,10 +18,13 @@ from compat.reports.table import (
     abbreviations,
     cell_symbol,
     cell_title,
+    display_counts,
     pitfalls,
     representation_notes,
     representation_only,
+    where,
 )
+from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
     from compat.matrix import Cell, CheckReport
@@ -40,12 +45,14 @@ code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, m
 .verdict.ok { background: #dafbe1; color: #116329; border: 1px solid #4ac26b; }
 .verdict.fail { background: #ffebe9; color: #a40e26; border: 1px solid #ff8182; }
 .counts { display: flex; flex-wrap: wrap; gap: 6px; margin: 8px 0 4px; }
+.chip-group { display: inline-flex; flex-wrap: wrap; gap: 6px; align-items: center; margin-right: 14px; }
 .chip { padding: 1px 8px; border-radius: 10px; font-size: 12.5px; border: 1px solid rgba(0,0,0,.08); }
 .controls { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 20px; margin: 0 24px 10px; }
 .controls label { cursor: pointer; }
 .legend { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
 .layout { display: flex; gap: 16px; align-items: flex-start; margin: 0 24px; }
-.matrices { flex: 1 1 auto; overflow-x: auto; }
+/* min-width: 0 lets the matrix shrink and scroll inside its own box, beside the panel, never under it. */
+.matrices { flex: 1 1 auto; min-width: 0; overflow-x: auto; }
 table.matrix { border-collapse: separate; border-spacing: 0; background: #fff; border: 1px solid var(--line);
   border-radius: 6px; margin-bottom: 18px; }
 .matrix th, .matrix td { padding: 0; text-align: center; }
@@ -53,13 +60,14 @@ table.matrix { border-collapse: separate; border-spacing: 0; background: #fff; b
   background: #fff; position: sticky; top: 0; }
 .matrix thead tr.ctx th { top: 25px; }
 .matrix th.mech { font-family: ui-monospace, Menlo, Consolas, monospace; border-left: 3px solid #f6f8fa; }
-.matrix th.ctx-h { font-weight: 500; color: var(--muted); min-width: 46px; }
+.matrix th.ctx-h { font-weight: 500; color: var(--muted); min-width: 34px; }
 .matrix th.ctx-h.native { color: var(--native); font-weight: 700; box-shadow: inset 0 3px 0 var(--native); }
 .matrix th.ctx-h.cross { font-style: italic; }
 .matrix th.row-h { text-align: left; padding: 2px 10px; font-weight: 500; white-space: nowrap; }
 .matrix tr.spec-row th { text-align: left; background: #eef1f4; padding: 5px 10px; font-size: 13px;
+  white-space: normal;
   border-top: 1px solid var(--line); border-bottom: 1px solid var(--line); }
-.matrix td.cell { height: 24px; min-width: 46px; cursor: pointer; font-weight: 600; font-size: 13px;
+.matrix td.cell { height: 24px; min-width: 34px; cursor: pointer; font-weight: 600; font-size: 13px;
   border: 1px solid #fff; }
 .matrix td.cell.group-start, .matrix th.group-start { border-left: 3px solid #f6f8fa; }
 .matrix td.cell.native { outline: 1px solid rgba(29,78,216,.35); outline-offset: -3px; }
@@ -72,7 +80,8 @@ table.matrix { border-collapse: separate; border-spacing: 0; background: #fff; b
 .st-unsupported { background: var(--unsupported); color: var(--unsupported-fg); }
 .st-error { background: var(--error); color: #fff; }
 .unexpected, .st-differs.unexpected { background: var(--unexpected); color: #fff; }
-aside#details { flex: 0 0 440px; position: sticky; top: 12px; max-height: calc(100vh - 24px); overflow: auto;
+.spec-row .desc { font-weight: 400; color: var(--muted); margin-left: 8px; }
+aside#details { flex: 0 0 380px; position: sticky; top: 12px; max-height: calc(100vh - 24px); overflow: auto;
   background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 12px 14px; }
 aside h3 { margin: 0 0 2px; font-size: 15px; word-break: break-all; }
 aside .sub { color: var(--muted); margin-bottom: 8px; }
@@ -130,8 +139,10 @@ function show(i) {
   panel.appendChild(el('h3', '', c.variant));
   panel.appendChild(el('div', 'sub', c.spec + ' · ' + c.dtype + ' · scenario ' + c.scenario));
   const badges = el('div');
-  badges.appendChild(el('span', 'badge st-' + c.status + (c.unexpected ? ' unexpected' : ''),
-                        words[c.status] + (c.unexpected ? ' · UNEXPECTED' : '')));
+  const otherForm = c.status === 'differs' && c.differences.every(d => !d.breaking);
+  const badgeClass = 'badge st-' + c.status + (c.unexpected ? ' unexpected' : '') + (otherForm ? ' repr' : '');
+  badges.appendChild(el('span', badgeClass,
+                        (otherForm ? REPR_WORDS : words[c.status]) + (c.unexpected ? ' · UNEXPECTED' : '')));
   badges.appendChild(el('span', 'badge ' + (c.native ? 'st-same' : 'st-unsupported'),
                         c.native ? 'native' : 'cross (migration pitfall if it differs)'));
   panel.appendChild(badges);
@@ -147,7 +158,8 @@ function show(i) {
   c.differences.forEach(d => {
     const box = el('div', 'diff' + (d.breaking ? ' breaking' : ''));
     box.appendChild(el('div', 'mono', '[' + d.kind + '] ' + (d.breaking ? '' : '(representation only) ')));
-    box.appendChild(el('div', '', d.detail));
+    const instead = c.status === 'not_called' && d.where.startsWith('input_grad') ? ' (' + INSTEAD + ')' : '';
+    box.appendChild(el('div', '', d.detail + instead));
     const extra = [];
     if ('max_abs' in d) extra.push('max abs ' + num(d.max_abs));
     if ('max_rel' in d) extra.push('max rel ' + num(d.max_rel));
@@ -157,7 +169,8 @@ function show(i) {
   });
   upstreams(panel, c.upstream, 'upstream received (first call)');
   if (c.ref !== null && c.ref !== i) upstreams(panel, cells[c.ref].upstream, 'reference ' + c.reference + ' received');
-  panel.appendChild(el('h4', '', 'input gradients'));
+  const inputTitle = 'input gradients' + (c.status === 'not_called' ? ' (' + INSTEAD + ')' : '');
+  panel.appendChild(el('h4', '', inputTitle));
   if (c.input_grads === null) panel.appendChild(el('div', 'hint', 'none computed'));
   else c.input_grads.forEach((g, k) => panel.appendChild(el('pre', '', 'input_grad[' + k + '] = ' + fmt(g))));
 }
@@ -185,9 +198,13 @@ if (first) show(+first.dataset.i);
 
 _CLASSES: dict[str, str] = {status: f"st-{status}" for status in SYMBOLS}
 """Status -> CSS class; every cell element carries exactly one."""
+_COUNT_CLASSES: dict[str, str] = {**{WORDS[status]: css for status, css in _CLASSES.items()},
+                                  OTHER_FORM: "st-differs repr"}
+"""Label of a header count (`display_counts`) -> its chip's CSS class."""
 
 
-def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> str:
+def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS, view: View = FULL) -> str:
+    """The page; `view.only_differences` starts with "only rows with differences" ticked."""
     index = {id(cell): i for i, cell in enumerate(report.cells)}
     by_key = {(c.spec, c.dtype, c.scenario, c.variant): i for i, c in enumerate(report.cells)}
     data = [dict(cell_dict(c, max_array_elements), ref=by_key.get((c.spec, c.dtype, c.scenario, c.reference))) for c in report.cells]
@@ -200,7 +217,7 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
         f"<style>{_STYLE}</style></head><body>",
         _header(report),
         f'<div class="verdict {"ok" if passed else "fail"}">{_e(verdict(report))}</div>',
-        _controls(report),
+        _controls(report, view.only_differences),
         '<div class="layout"><div class="matrices">',
         *(_dtype_section(report, dtype, index) for dtype in report.dtypes),
         '</div><aside id="details"><h3>Details</h3>',
@@ -208,18 +225,29 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
         "every difference from the reference. Hover for a summary.</p></aside></div>",
         _notes(report),
         f'<script type="application/json" id="cell-data">{_script_json(data)}</script>',
-        f"<script>{_SCRIPT.replace('WORDS_JSON', _script_json(WORDS))}</script>",
+        f"<script>{_script()}</script>",
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _script() -> str:
+    """The page's script with the report's words filled in (placeholders in capitals)."""
+    script = _SCRIPT
+    for placeholder, value in (("WORDS_JSON", WORDS), ("REPR_WORDS", REPRESENTATION_WORDS), ("INSTEAD", INSTEAD)):
+        script = script.replace(placeholder, _script_json(value))
+    return script
 
 
 def _header(report: CheckReport) -> str:
     tolerances = ", ".join(f"{_e(d)} rtol={t['rtol']:g} atol={t['atol']:g}"
                            for d, t in report.tolerances.items() if d in report.dtypes)
     native = sum(cell.native for cell in report.cells)
-    chips = "".join(f'<span class="chip {_CLASSES[s]}">{_e(WORDS[s])}: {n}</span>'
-                    for s, n in status_counts(report.cells).items())
+    chips = "".join(
+        f'<span class="chip-group"><span class="hint">{side}</span> '
+        + "".join(f'<span class="chip {_COUNT_CLASSES[label]}">{_e(label)}: {n}</span>'
+                  for label, n in display_counts(c for c in report.cells if c.native == native_side).items())
+        + "</span>" for side, native_side in (("native", True), ("cross", False)))
     if report.unexpected:
         chips += f'<span class="chip unexpected">unexpected: {len(report.unexpected)}</span>'
     return (
@@ -234,7 +262,7 @@ def _header(report: CheckReport) -> str:
     )
 
 
-def _controls(report: CheckReport) -> str:
+def _controls(report: CheckReport, only_differences: bool = False) -> str:
     options = "".join(f'<option value="{_e(d)}">{_e(d)}</option>' for d in report.dtypes)
     if len(report.dtypes) > 1:
         options += '<option value="*">all dtypes</option>'
@@ -246,7 +274,8 @@ def _controls(report: CheckReport) -> str:
     return (
         '<div class="controls">'
         f'<label>dtype <select id="dtype">{options}</select></label>'
-        '<label><input type="checkbox" id="only-diff"> only rows with differences</label>'
+        f'<label><input type="checkbox" id="only-diff"{" checked" if only_differences else ""}> '
+        'only rows with differences</label>'
         '<label><input type="checkbox" id="only-native"> only native columns</label>'
         f'<span class="legend">{legend}<span class="hint">blue-topped columns are native; '
         "italic ones cross (a legacy mechanism in a TF2 context)</span></span>"
@@ -272,7 +301,9 @@ def _dtype_section(report: CheckReport, dtype: str, index: dict[int, int]) -> st
         cells = {(c.scenario, c.variant): c for c in report.cells if c.spec == spec and c.dtype == dtype}
         if not cells:
             continue
-        rows.append(f'<tr class="spec-row"><th colspan="{len(report.variants) + 1}">{_e(spec)}</th></tr>')
+        description = report.descriptions.get(spec)
+        about = f'<span class="desc">{_e(description)}</span>' if description else ""
+        rows.append(f'<tr class="spec-row"><th colspan="{len(report.variants) + 1}">{_e(spec)}{about}</th></tr>')
         for scenario in report.scenarios:
             row = [cells.get((scenario, v)) for v in report.variants]
             if any(row):
@@ -308,7 +339,7 @@ def _notes(report: CheckReport) -> str:
     unexpected = "".join(
         f"<li><b>{_e(c.spec)} · {_e(c.dtype)} · {_e(c.scenario)} · <code>{_e(c.variant)}</code></b> "
         f"(vs <code>{_e(c.reference)}</code>)<ul>"
-        + "".join(f"<li>[{_e(d.kind)}] {_e(d.where)}: {_e(d.detail)}</li>" for d in c.differences)
+        + "".join(f"<li>[{_e(d.kind)}] {_e(where(c, d))}: {_e(d.detail)}</li>" for d in c.differences)
         + "</ul></li>" for c in report.unexpected) or "<li>none</li>"
     notes = "".join(f"<li>{_e(n)}</li>" for n in representation_notes(report)) or "<li>none</li>"
     skipped = "".join(f"<li>{_e(s.spec)} / {_e(s.scenario)}: {_e(s.reason)}</li>" for s in report.skipped)

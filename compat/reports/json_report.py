@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from compat._version import __version__
+from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
     from compat.checker import Difference
@@ -39,6 +40,7 @@ def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELE
       reference: the variant every cell is compared with (a cell's own `reference` can be a fallback).
       tolerances: dtype -> {rtol, atol}, numpy.isclose bounds used to compare values.
       specs, scenarios, dtypes, variants: the axes, in run order; native_variants: the subset used as documented.
+      spec_descriptions: spec name -> its description (specs without one are absent).
       exit_code: 0 when no native variant disagrees unexpectedly, 1 otherwise; verdict: the one-line verdict.
       summary: {cells, unexpected, skipped, by_status, native: {cells, by_status}, cross: {cells, by_status}},
         every by_status holding all five statuses (zero included).
@@ -71,6 +73,7 @@ def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELE
         "tolerances": {dtype: {"rtol": number(t["rtol"]), "atol": number(t["atol"])}
                        for dtype, t in report.tolerances.items()},
         "specs": list(report.specs),
+        "spec_descriptions": dict(report.descriptions),
         "scenarios": list(report.scenarios),
         "dtypes": list(report.dtypes),
         "variants": list(report.variants),
@@ -83,7 +86,8 @@ def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELE
     }
 
 
-def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> str:
+def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS, view: View = FULL) -> str:
+    """The whole report whatever `view` says: JSON is for programs, which filter it themselves."""
     return json.dumps(as_dict(report, max_array_elements), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 

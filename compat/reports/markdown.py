@@ -5,15 +5,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, status_counts, verdict
-from compat.reports.table import REPRESENTATION_WORDS, WORDS, pitfalls, representation_notes, representation_only
+from compat.reports import received
+from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, verdict
+from compat.reports.table import (
+    REPRESENTATION_WORDS,
+    WORDS,
+    counts_text,
+    pitfalls,
+    representation_notes,
+    representation_only,
+    where,
+)
+from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
     from compat.matrix import Cell, CheckReport
 
 
-def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> str:
-    counts = ", ".join(f"{WORDS[s]} {n}" for s, n in status_counts(report.cells).items())
+def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS, view: View = FULL) -> str:
+    if view.quiet:
+        lines = [f"**{verdict(report)}**", "", "## Unexpected differences in native variants", ""]
+        lines += [line for cell in report.unexpected for line in _unexpected(cell)] or ["None."]
+        return "\n".join(lines) + "\n"
+    if view.show == "upstream":
+        return "\n".join(received.markdown_section(report, view.only_differences)) + "\n"
     native = sum(cell.native for cell in report.cells)
     tolerances = ", ".join(f"{d} rtol={t['rtol']:g} atol={t['atol']:g}"
                            for d, t in report.tolerances.items() if d in report.dtypes)
@@ -23,15 +38,20 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
         f"- TensorFlow: `{report.tensorflow}`",
         f"- Reference: `{report.reference}`",
         f"- Tolerances: {tolerances}",
-        f"- Cells: {len(report.cells)} ({native} native, {len(report.cells) - native} cross): {counts}; "
+        f"- Cells: {len(report.cells)} ({native} native, {len(report.cells) - native} cross); "
         f"unexpected {len(report.unexpected)}",
+        f"  - native: {counts_text(c for c in report.cells if c.native)}",
+        f"  - cross: {counts_text(c for c in report.cells if not c.native)}",
         "", "Columns in **bold** are native (the mechanism used as documented); the others are *cross*: "
-        "a legacy mechanism in a TF2 context.",
+        "a legacy mechanism in a TF2 context.", "",
+        *received.markdown_section(report, view.only_differences),
     ]
     for spec in report.specs:
         for dtype in report.dtypes:
             if any(c.spec == spec and c.dtype == dtype for c in report.cells):
-                lines += ["", f"## `{spec}` · {dtype}", "", matrix_table(report, spec, dtype)]
+                description = report.descriptions.get(spec)
+                lines += ["", f"## `{spec}` · {dtype}", *(["", _inline(description)] if description else []), "",
+                          matrix_table(report, spec, dtype, only_differences=view.only_differences)]
     lines += ["", "## Unexpected differences in native variants", ""]
     lines += [line for cell in report.unexpected for line in _unexpected(cell)] or ["None."]
     lines += ["", "## Migration pitfalls", ""]
@@ -45,11 +65,13 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
     return "\n".join(lines) + "\n"
 
 
-def matrix_table(report: CheckReport, spec: str, dtype: str, variants: Sequence[str] | None = None) -> str:
+def matrix_table(report: CheckReport, spec: str, dtype: str, variants: Sequence[str] | None = None,
+                 only_differences: bool = False) -> str:
     """A markdown table for one spec and dtype: one row per scenario, one column per variant (all by default).
 
     Cells are short words (`same`, `differs`, `not called`, `unsupported`, `error`); unexpected ones are
-    bold and flagged. Reusable in documents, e.g. the migration guide, with a chosen subset of `variants`.
+    bold and flagged; with `only_differences`, rows where no cell differs are left out. Reusable in documents,
+    e.g. the migration guide, with a chosen subset of `variants`.
     """
     columns = list(report.variants if variants is None else variants)
     cells = {(c.scenario, c.variant): c for c in report.cells if c.spec == spec and c.dtype == dtype}
@@ -58,7 +80,7 @@ def matrix_table(report: CheckReport, spec: str, dtype: str, variants: Sequence[
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + [":---:"] * len(columns)) + "|"]
     for scenario in report.scenarios:
         row = [cells.get((scenario, v)) for v in columns]
-        if any(row):
+        if any(row) and (not only_differences or any(c is not None and c.differences for c in row)):
             lines.append("| " + " | ".join([f"`{scenario}`", *(_word(c) for c in row)]) + " |")
     return "\n".join(lines)
 
@@ -78,7 +100,7 @@ def _word(cell: Cell | None) -> str:
 
 def _unexpected(cell: Cell) -> list[str]:
     head = f"- `{cell.spec}` · {cell.dtype} · `{cell.scenario}` · `{cell.variant}` (vs `{cell.reference}`)"
-    lines = [head, *(f"  - {d.kind}: {_inline(d.where + ': ' + d.detail)}" for d in cell.differences)]
+    lines = [head, *(f"  - {d.kind}: {_inline(where(cell, d) + ': ' + d.detail)}" for d in cell.differences)]
     if cell.result.message and not any(cell.result.message in d.detail for d in cell.differences):
         lines.append(f"  - {cell.status}: {_inline(cell.result.message)}")
     return lines

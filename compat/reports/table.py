@@ -1,4 +1,4 @@
-"""Terminal text: header, a compact symbol matrix per spec and dtype, pitfalls, unexpected differences, verdict."""
+"""Terminal text: header, what was received, a symbol matrix per spec and dtype, pitfalls, unexpected, verdict."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from compat.contexts import CONTEXTS
-from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, status_counts, verdict
+from compat.reports import received
+from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, verdict
+from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
+    from compat.checker import Difference
     from compat.matrix import Cell, CheckReport
 
 SYMBOLS: dict[str, str] = {"same": "=", "differs": "≠", "not_called": "∅", "unsupported": "-", "error": "!"}
@@ -29,13 +32,18 @@ TAPE_CONTEXTS: tuple[str, ...] = tuple(name for name, context in CONTEXTS.items(
 """Contexts where a tf.GradientTape asks for the gradient."""
 
 
-def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> str:
-    lines = [*header(report), "", *legend(report)]
+def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS, view: View = FULL) -> str:
+    if view.quiet:
+        lines = _section("Unexpected differences in native variants", _unexpected_lines(report), "  none")
+        return "\n".join([*lines, "", verdict(report)]) + "\n"
+    if view.show == "upstream":
+        return "\n".join(received.text_section(report, view.only_differences)) + "\n"
+    lines = [*header(report), "", *received.text_section(report, view.only_differences), "", *legend(report)]
     for spec in report.specs:
         for dtype in report.dtypes:
             if any(c.spec == spec and c.dtype == dtype for c in report.cells):
-                lines += ["", *matrix(report, spec, dtype)]
-    pitfall_lines = [line for p in pitfalls(report) for line in (f"  {p.sentence()}", *_wrap(p.scope(), 6))]
+                lines += ["", *matrix(report, spec, dtype, view.only_differences)]
+    pitfall_lines = [line for p in pitfalls(report) for line in (*_wrap(p.sentence(), 2), *_wrap(p.scope(), 6))]
     lines += ["", *_section("Migration pitfalls (legacy mechanism in a TF2 context; reported, not failing)",
                             pitfall_lines, "  none")]
     lines += ["", *_section("Unexpected differences in native variants", _unexpected_lines(report), "  none")]
@@ -53,14 +61,32 @@ def header(report: CheckReport) -> list[str]:
     tolerances = "; ".join(f"{dtype} rtol={t['rtol']:g} atol={t['atol']:g}"
                            for dtype, t in report.tolerances.items() if dtype in report.dtypes)
     native = [c for c in report.cells if c.native]
-    counts = ", ".join(f"{WORDS[s]} {n}" for s, n in status_counts(report.cells).items())
+    cross = [c for c in report.cells if not c.native]
     return [
         f"compat-check: TensorFlow {report.tensorflow}, reference {report.reference}",
         f"tolerances: {tolerances}",
-        f"cells: {len(report.cells)} ({len(native)} native, {len(report.cells) - len(native)} cross), "
+        f"cells: {len(report.cells)} ({len(native)} native, {len(cross)} cross), "
         f"{len(report.unexpected)} unexpected, {len(report.skipped)} scenarios skipped",
-        f"  {counts}",
+        f"  native: {counts_text(native)}",
+        f"  cross:  {counts_text(cross)}",
     ]
+
+
+OTHER_FORM = "other form"
+"""The counts' name for `differs` cells whose differences are all representation (same values, other form)."""
+
+
+def display_counts(cells: Iterable[Cell]) -> dict[str, int]:
+    """Cells per status as reports show them: `differs` only when something that is learned differs; cells
+    that differ only in representation are counted apart as `other form` (they never fail the verdict)."""
+    counts = {"same": 0, OTHER_FORM: 0, **{WORDS[status]: 0 for status in SYMBOLS if status != "same"}}
+    for cell in cells:
+        counts[OTHER_FORM if representation_only(cell) else WORDS[cell.status]] += 1
+    return counts
+
+
+def counts_text(cells: Iterable[Cell]) -> str:
+    return ", ".join(f"{label} {n}" for label, n in display_counts(cells).items())
 
 
 def legend(report: CheckReport) -> list[str]:
@@ -79,20 +105,27 @@ def legend(report: CheckReport) -> list[str]:
     ]
 
 
-def matrix(report: CheckReport, spec: str, dtype: str) -> list[str]:
-    """Rows are scenarios, columns variants (grouped by mechanism), each cell one symbol."""
+def matrix(report: CheckReport, spec: str, dtype: str, only_differences: bool = False) -> list[str]:
+    """Rows are scenarios, columns variants (grouped by mechanism), each cell one symbol; with
+    `only_differences`, rows where no cell differs from its reference are left out."""
     mechanisms, contexts = _axes(report.variants)
     short_m, short_c = abbreviations(mechanisms), abbreviations(contexts)
     cells = {(c.scenario, c.variant): c for c in report.cells if c.spec == spec and c.dtype == dtype}
     natives = {c.variant for c in cells.values() if c.native}
     rows = [s for s in report.scenarios if any((s, v) in cells for v in report.variants)]
+    if only_differences:
+        rows = [s for s in rows if any(cells[s, v].differences for v in report.variants if (s, v) in cells)]
     groups = [[v for v in report.variants if v.split("@")[0] == m] for m in mechanisms]
     width = max([len(short_c[c]) for c in contexts] + [2]) + 2
     first = max([len(r) for r in rows] + [len("scenario")]) + 2
     top = "".join(short_m[m].ljust(width * len(g) + 1) for m, g in zip(mechanisms, groups, strict=True))
     sub = " ".join("".join((short_c[v.split("@")[1]] + ("*" if v in natives else "")).ljust(width) for v in g)
                    for g in groups)
-    lines = [f"{spec} · {dtype}", " " * first + top.rstrip(), "scenario".ljust(first) + sub.rstrip()]
+    description = report.descriptions.get(spec)
+    title = f"{spec} · {dtype}" + (f": {description}" if description else "")
+    if only_differences and not rows:
+        return [title, "  every variant agrees with its reference in every scenario"]
+    lines = [title, " " * first + top.rstrip(), "scenario".ljust(first) + sub.rstrip()]
     for row in rows:
         marks = " ".join("".join(_symbol(cells.get((row, v))).ljust(width) for v in g) for g in groups)
         lines.append(row.ljust(first) + marks.rstrip())
@@ -101,8 +134,9 @@ def matrix(report: CheckReport, spec: str, dtype: str) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Pitfall:
-    """Cross cells of one mechanism with one silent status, and the contexts and scenarios where it happens."""
+    """One spec's cross cells of one mechanism with one silent status, and the contexts and scenarios where."""
 
+    spec: str
     mechanism: str
     status: str
     contexts: tuple[str, ...]
@@ -119,35 +153,41 @@ class Pitfall:
 
     def sentence(self) -> str:
         count = f"{len(self.cells)} cell" + ("" if len(self.cells) == 1 else "s")
-        return f"{self.mechanism} under {self.where()}: {PITFALL_STATUSES[self.status]} in {count}"
+        return f"{self.spec}: {self.mechanism} under {self.where()}: {PITFALL_STATUSES[self.status]} in {count}"
 
     def scope(self) -> str:
-        """Where exactly: contexts, scenarios and, for differences, their kinds."""
+        """Where exactly: contexts and scenarios, and how many of the cells differ in what (cells, not differences)."""
         scenarios = "every scenario" if self.all_scenarios else "scenarios " + ", ".join(self.scenarios)
         text = f"contexts {', '.join(self.contexts)}; {scenarios}"
-        kinds = Counter(d.kind for c in self.cells for d in c.differences if d.kind != self.status)
-        if kinds:
-            text += "; differences: " + ", ".join(f"{kind} x{n}" for kind, n in kinds.most_common())
-        return text
+        kinds = Counter(kind for c in self.cells for kind in {d.kind for d in c.differences} if kind != self.status)
+        if not kinds:
+            return text
+        listed = ", ".join(f"{kind} in {n}" for kind, n in kinds.most_common())
+        if self.status == "not_called":
+            return (f"{text}; the input gradients TensorFlow computed instead (without your function) differ "
+                    f"from the reference's: {listed} of these cells")
+        return f"{text}; cells by difference: {listed}"
 
 
 def pitfalls(report: CheckReport) -> list[Pitfall]:
-    """Cross variants whose gradient function is silently bypassed or differs, grouped by mechanism and status."""
-    groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
+    """Cross variants whose gradient function is silently bypassed or differs, per spec, mechanism and status."""
+    groups: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
     for cell in report.cells:
         # A cross cell whose status matches the reference's (stop_gradient: nobody is called) is no pitfall.
         if not cell.native and cell.status in PITFALL_STATUSES and cell.differences:
-            groups[cell.mechanism, cell.status].append(cell)
+            groups[cell.spec, cell.mechanism, cell.status].append(cell)
     _, context_order = _axes(report.variants)
     found = []
-    for (mechanism, status), cells in groups.items():
+    for (spec, mechanism, status), cells in groups.items():
         scenarios = tuple(s for s in report.scenarios if any(c.scenario == s for c in cells))
         # Scenarios where the reference's gradient function ran, so bypassing it can matter.
-        ran = {c.scenario for c in report.cells
-               if c.spec in {x.spec for x in cells} and c.variant == c.reference and c.status == "same"}
-        found.append(Pitfall(mechanism, status, tuple(c for c in context_order if any(x.context == c for x in cells)),
+        ran = {c.scenario for c in report.cells if c.spec == spec and c.variant == c.reference and c.status == "same"}
+        found.append(Pitfall(spec, mechanism, status,
+                             tuple(c for c in context_order if any(x.context == c for x in cells)),
                              tuple(cells), scenarios, set(scenarios) >= ran))
-    return sorted(found, key=lambda p: (list(PITFALL_STATUSES).index(p.status), -len(p.cells), p.mechanism))
+    specs = list(report.specs)
+    return sorted(found, key=lambda p: (specs.index(p.spec) if p.spec in specs else len(specs),
+                                        list(PITFALL_STATUSES).index(p.status), -len(p.cells), p.mechanism))
 
 
 def representation_notes(report: CheckReport) -> list[str]:
@@ -179,13 +219,23 @@ def short_label(variant: str, short_m: dict[str, str], short_c: dict[str, str]) 
     return f"{short_m[mechanism]}@{short_c[context]}"
 
 
+INSTEAD = "computed by TensorFlow instead: your function never ran"
+
+
+def where(cell: Cell, difference: Difference) -> str:
+    """Where a difference is; for a cell whose function never ran, input gradients say who computed them."""
+    if cell.status == "not_called" and difference.where.startswith("input_grad"):
+        return f"{difference.where} ({INSTEAD})"
+    return difference.where
+
+
 def cell_title(cell: Cell) -> str:
     """One line saying what a cell is and why it has its status."""
     text = f"{cell.variant} [{'native' if cell.native else 'cross'}] {WORDS[cell.status]}"
     if cell.unexpected:
         text += " (UNEXPECTED)"
     if cell.differences:
-        text += f": {cell.differences[0].where}: {cell.differences[0].detail}"
+        text += f": {where(cell, cell.differences[0])}: {cell.differences[0].detail}"
     elif cell.result.message:
         text += f": {cell.result.message}"
     return text
@@ -225,7 +275,7 @@ def _unexpected_lines(report: CheckReport) -> list[str]:
     lines = []
     for cell in report.unexpected:
         lines.append(f"  {cell.spec} · {cell.dtype} · {cell.scenario} · {cell.variant} (vs {cell.reference}):")
-        lines += [f"    [{d.kind}] {d.where}: {d.detail}" for d in cell.differences]
+        lines += [f"    [{d.kind}] {where(cell, d)}: {d.detail}" for d in cell.differences]
         if cell.result.message and not any(cell.result.message in d.detail for d in cell.differences):
             lines.append(f"    [{cell.status}] {cell.result.message}")
     return lines

@@ -185,3 +185,62 @@ def test_output_to_a_device_node_writes_it_and_leaves_it_a_device(tmp_path):
     code = run_check(tmp_path, "--specs=scaled_ste", "--scenarios=sum", "--variants=custom_gradient@eager_tape",
                      f"--output={device}")
     assert code == 0 and stat.S_ISCHR(device.stat().st_mode)
+
+
+@pytest.mark.parametrize("flag, expected", [
+    ("--specs=scaled_st", "did you mean `scaled_ste`?"),
+    ("--scenarios=gathre", "did you mean `gather`?"),
+    ("--variants=custom_gradient@eagr_tape", "did you mean `eager_tape`?"),
+    ("--variants=custom_gradeint@*", "did you mean `custom_gradient`?"),
+])
+def test_misspelt_names_get_a_suggestion(tmp_path, flag, expected):
+    with pytest.raises(app.UsageError) as caught:
+        run_check(tmp_path, flag)
+    assert caught.value.exitcode == 2 and expected in str(caught.value)
+
+
+def test_loss_expression_runs_as_the_custom_scenario(tmp_path, capsys):
+    code = run_check(tmp_path, "--specs=scaled_ste", "--loss=tf.reduce_sum(y * 3.0)", "--show=upstream",
+                     "--variants=custom_gradient@eager_tape")
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "  custom (your loss: tf.reduce_sum(y * 3.0))" in out
+    assert "received Tensor float32, static shape [4, 3]: [[3. 3. 3.] [3. 3. 3.] [3. 3. 3.] [3. 3. 3.]]" in out
+    assert "  sum " not in out  # alone, --loss replaces the built-in scenarios
+
+
+def test_loss_from_a_file_joins_the_named_scenarios(tmp_path):
+    loss_file = tmp_path / "losses.py"
+    loss_file.write_text("import tensorflow as tf\n\ndef HALF(y, *rest):\n    return 0.5 * tf.reduce_sum(y)\n")
+    output = tmp_path / "r.json"
+    code = run_check(tmp_path, "--specs=scaled_ste", f"--loss={loss_file}:HALF", "--scenarios=sum",
+                     "--variants=custom_gradient@v1_session", "--format=json", f"--output={output}")
+    assert code == 0
+    cells = json.loads(output.read_text())["cells"]
+    custom = next(c for c in cells if c["scenario"] == "custom" and c["variant"] == "custom_gradient@v1_session")
+    assert [c["scenario"] for c in cells if c["variant"] == "custom_gradient@v1_session"] == ["sum", "custom"]
+    assert custom["upstream"][0]["value"][0] == [0.5, 0.5, 0.5]
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--loss=tf.reduce_sum(y * 3.0"], "--loss 'tf.reduce_sum(y * 3.0': not a Python expression"),
+    (["--loss=tf.reduce_sum(z)"], "unknown name(s) z"),
+    (["--loss=tf.reduce_sum(y, axis=7)"], "fails on the outputs of spec `scaled_ste`"),
+    (["--loss=missing.py:LOSS"], "no file 'missing.py'"),
+    (["--scenarios=custom"], "the scenario `custom` is your --loss"),
+    (["--quiet", "--format=json"], "--quiet applies to --format=table or markdown"),
+    (["--show=upstream", "--format=html"], "--show=upstream applies to --format=table or markdown"),
+    (["--only_differences", "--format=json"], "JSON is always whole"),
+])
+def test_bad_loss_and_report_options_are_usage_errors(tmp_path, flags, expected):
+    with pytest.raises(app.UsageError) as caught:
+        run_check(tmp_path, "--specs=scaled_ste", *flags)
+    assert caught.value.exitcode == 2 and expected in str(caught.value)
+
+
+def test_quiet_prints_only_the_verdict_and_unexpected_cells(tmp_path, capsys):
+    assert run_check(tmp_path, "--specs=scaled_ste", "--scenarios=sum", "--quiet",
+                     "--variants=custom_gradient@eager_tape") == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["Unexpected differences in native variants", "  none", "",
+                                "OK: every native variant agrees with defun_grad_func@v1_session"]

@@ -31,3 +31,13 @@ def test_text_is_escaped(handmade_report):
     assert "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in page  # the message, for the details panel
     assert re.search(r'<td class="cell st-differs native[^"]* unexpected"', page)
     assert 'class="verdict fail"' in page
+
+
+def test_counts_keep_representation_only_cells_apart_and_filter_can_start_ticked(report):
+    from compat.reports import View
+
+    page = render(report, "html")
+    assert '<span class="chip st-differs repr">other form: ' in page
+    assert '<span class="chip st-differs">differs: 0' in page
+    assert 'id="only-diff">' in page
+    assert 'id="only-diff" checked>' in render(report, "html", view=View(only_differences=True))

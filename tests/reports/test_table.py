@@ -43,3 +43,52 @@ def test_representation_only_differences_have_their_own_symbol(report):
     assert gather and all(representation_only(c) and cell_symbol(c) == REPRESENTATION_SYMBOL for c in gather)
     not_called = next(c for c in report.cells if c.status == "not_called" and c.differences)
     assert not representation_only(not_called) and cell_symbol(not_called) == "∅"
+
+
+def test_header_counts_agree_with_the_verdict(report):
+    """Representation-only cells are counted as `other form`, so `differs` counts only what can change learning."""
+    from compat.reports.table import display_counts, representation_only
+
+    native = [c for c in report.cells if c.native]
+    counts = display_counts(native)
+    assert counts["differs"] == len(report.unexpected) == 0
+    assert counts["other form"] == sum(representation_only(c) for c in native) > 0
+    text = render(report, "table")
+    assert f"  native: same {counts['same']}, other form {counts['other form']}, differs 0," in text
+    assert text.splitlines()[-1].startswith("OK:")
+
+
+def test_pitfalls_are_per_spec_and_count_cells(report):
+    found = pitfalls(report)
+    assert found and all(p.spec == "scaled_ste" for p in found)
+    not_called = next(p for p in found if p.status == "not_called")
+    assert not_called.sentence().startswith(f"scaled_ste: {not_called.mechanism} under ")
+    assert "the input gradients TensorFlow computed instead (without your function)" in not_called.scope()
+    assert " of these cells" in not_called.scope() and " x" not in not_called.scope()
+
+
+def test_only_differences_and_quiet(report, handmade_report):
+    from compat.reports import View
+
+    rows = [line for line in render(report, "table", view=View(only_differences=True)).splitlines()
+            if line.startswith(("sum ", "gather ", "second_order "))]
+    assert rows and all(any(mark in line for mark in "≈≠∅!") for line in rows)
+    quiet = render(handmade_report, "table", view=View(quiet=True)).splitlines()
+    assert quiet[0] == "Unexpected differences in native variants"
+    assert quiet[-1].startswith("FAIL: 1 unexpected difference") and "legend" not in " ".join(quiet)
+
+
+def test_the_spec_description_is_shown_in_every_format(report):
+    description = report.descriptions["scaled_ste"]
+    assert description and "seed" not in description
+    for fmt in ("table", "markdown", "html", "json"):
+        assert description in render(report, fmt), fmt
+
+
+def test_values_of_a_never_called_cell_say_tensorflow_computed_them(report):
+    from compat.reports.table import INSTEAD, where
+
+    cell = next(c for c in report.cells if c.variant == "override_map@eager_tape" and c.scenario == "sum")
+    values = next(d for d in cell.differences if d.kind == "values")
+    assert cell.status == "not_called" and where(cell, values) == f"{values.where} ({INSTEAD})"
+    assert INSTEAD in render(report, "html")
