@@ -10,6 +10,7 @@ from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, verdict
 from compat.reports.table import (
     REPRESENTATION_WORDS,
     WORDS,
+    compared_with,
     counts_text,
     pitfalls,
     representation_notes,
@@ -99,7 +100,7 @@ def _word(cell: Cell | None) -> str:
 
 
 def _unexpected(cell: Cell) -> list[str]:
-    head = f"- `{cell.spec}` · {cell.dtype} · `{cell.scenario}` · `{cell.variant}` (vs `{cell.reference}`)"
+    head = f"- `{cell.spec}` · {cell.dtype} · `{cell.scenario}` · `{cell.variant}` ({compared_with(cell)})"
     lines = [head, *(f"  - {d.kind}: {_inline(where(cell, d) + ': ' + d.detail)}" for d in cell.differences)]
     if cell.result.message and not any(cell.result.message in d.detail for d in cell.differences):
         lines.append(f"  - {cell.status}: {_inline(cell.result.message)}")

@@ -271,10 +271,15 @@ def _axes(variants: Iterable[str]) -> tuple[list[str], list[str]]:
     return list(mechanisms), list(contexts)
 
 
+def compared_with(cell: Cell) -> str:
+    """What a listed cell was compared with; the reference itself is compared with nothing."""
+    return "the reference itself" if cell.variant == cell.reference else f"vs {cell.reference}"
+
+
 def _unexpected_lines(report: CheckReport) -> list[str]:
     lines = []
     for cell in report.unexpected:
-        lines.append(f"  {cell.spec} · {cell.dtype} · {cell.scenario} · {cell.variant} (vs {cell.reference}):")
+        lines.append(f"  {cell.spec} · {cell.dtype} · {cell.scenario} · {cell.variant} ({compared_with(cell)}):")
         lines += [f"    [{d.kind}] {where(cell, d)}: {d.detail}" for d in cell.differences]
         if cell.result.message and not any(cell.result.message in d.detail for d in cell.differences):
             lines.append(f"    [{cell.status}] {cell.result.message}")

@@ -92,3 +92,20 @@ def test_values_of_a_never_called_cell_say_tensorflow_computed_them(report):
     values = next(d for d in cell.differences if d.kind == "values")
     assert cell.status == "not_called" and where(cell, values) == f"{values.where} ({INSTEAD})"
     assert INSTEAD in render(report, "html")
+
+
+def test_unexpected_error_cells_show_their_reason_even_when_the_reference_fails_too():
+    import numpy as np
+    import tensorflow as tf
+
+    import compat
+    from compat.matrix import check
+
+    spec = compat.GradientSpec("always_raises", tf.identity, lambda i, o, u: 1 / 0, [np.ones(2, np.float32)])
+    report = check([spec], scenarios=["sum"], variants=list(compat.NATIVE_VARIANTS))
+    for fmt in ("table", "markdown"):
+        text = render(report, fmt)
+        assert text.count("gradient raised ZeroDivisionError: division by zero") >= len(compat.NATIVE_VARIANTS)
+        assert "defun_grad_func@v1_session` (vs `defun_grad_func@v1_session" not in text
+        assert "defun_grad_func@v1_session (vs defun_grad_func@v1_session)" not in text
+        assert "the reference itself" in text
