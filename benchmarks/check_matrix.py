@@ -309,12 +309,36 @@ def run_function(cases: Sequence[BaselineCase], compute: Callable[..., tuple[lis
         out[cases[int(index)].key] = [None if g is None else g.numpy() for g in grads]
 
 
+def wrapped_op(case: BaselineCase, wrap: Callable[[Callable[..., Any], list[tf.TensorSpec]], Any]) -> Callable[[], Op]:
+    """The case's op traced inside `wrap(fn, signature)` (tf.function or wrap_function) at its first call;
+    the variables are captured from outside, as a model's weights are."""
+    def build() -> Op:
+        op = case.op()
+
+        def call(*sources):
+            inputs, variables = sources[:len(case.inputs)], sources[len(case.inputs):]
+            signature = [tf.TensorSpec(x.shape, x.dtype) for x in inputs]
+            return tuple(wrap(lambda *xs: tuple(op(*xs, *variables)), signature)(*inputs))
+
+        return call
+
+    return build
+
+
+def run_wrapped_eager(cases: Sequence[BaselineCase], wrap: Callable[..., Any], out: Grads) -> None:
+    """An eager tape over each case's op wrapped by `wrap`."""
+    run_eager([dataclasses.replace(case, op=wrapped_op(case, wrap)) for case in cases], tape_fn, out)
+
+
 BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = {
     "v1_session": lambda cases, out: run_graph(cases, gradients_fn(tf.compat.v1.gradients), out),
     "v1_tape": lambda cases, out: run_graph(cases, tape_fn, out),
     "eager_tape": lambda cases, out: run_eager(cases, tape_fn, out),
     "function_tape": lambda cases, out: run_function(cases, tape_fn, out),
     "function_gradients": lambda cases, out: run_function(cases, gradients_fn(tf.gradients), out),
+    "outer_tape": lambda cases, out: run_wrapped_eager(
+        cases, lambda fn, signature: tf.function(fn, input_signature=signature, autograph=False), out),
+    "wrap_function": lambda cases, out: run_wrapped_eager(cases, tf.compat.v1.wrap_function, out),
 }
 
 
@@ -416,10 +440,16 @@ def main(argv: Sequence[str]) -> int:
     if unknown:
         raise app.UsageError(f"unknown dtype(s) {unknown}; choose from {list(DTYPES)}")
     # The baseline is written per mechanism and context: a new one in compat must be added here too.
+    missing = [name for name in (*MECHANISMS, *CONTEXTS) if name not in (*BASELINE_MECHANISMS, *BASELINE_CONTEXTS)]
+    if missing:
+        print(f"refusing to run: the baseline does not implement {missing} (compat has mechanisms "
+              f"{list(MECHANISMS)} and contexts {list(CONTEXTS)}); add each to BASELINE_MECHANISMS or "
+              f"BASELINE_CONTEXTS in benchmarks/check_matrix.py", file=sys.stderr)
+        return 2
     if list(BASELINE_MECHANISMS) != list(MECHANISMS) or list(BASELINE_CONTEXTS) != list(CONTEXTS):
         raise app.UsageError(f"the baseline covers mechanisms {list(BASELINE_MECHANISMS)} and contexts "
                              f"{list(BASELINE_CONTEXTS)} but compat has {list(MECHANISMS)} and {list(CONTEXTS)}; "
-                             f"add the missing ones to benchmarks/check_matrix.py")
+                             f"keep them in compat's registry order in benchmarks/check_matrix.py")
     check_app = Path(__file__).resolve().parent.parent / "compat" / "apps" / "check.py"
     print(f"TensorFlow {tf.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}; "
           f"specs {sorted(CATALOGUE)}; dtypes {dtypes}; compat-check app "

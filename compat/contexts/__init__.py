@@ -6,10 +6,12 @@ from compat.contexts.base import Case, Context, Outcome
 from compat.contexts.eager import EagerTape
 from compat.contexts.function import FunctionGradients, FunctionTape
 from compat.contexts.graph_session import V1Session, V1Tape
+from compat.contexts.wrapped import OuterTape, WrapFunction
 
 CONTEXTS: dict[str, Context] = {
     context.name: context
-    for context in (V1Session(), V1Tape(), EagerTape(), FunctionTape(), FunctionGradients())
+    for context in (V1Session(), V1Tape(), EagerTape(), FunctionTape(), FunctionGradients(), OuterTape(),
+                    WrapFunction())
 }
 
 __all__ = ["CONTEXTS", "Case", "Context", "Outcome"]
