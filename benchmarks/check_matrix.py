@@ -280,8 +280,8 @@ def run_eager(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, 
 
 
 def run_function(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, list]], out: Grads,
-                 retry: bool = True) -> None:
-    """Every case traced into one tf.function, called once."""
+                 retry: bool = True, jit_compile: bool = False) -> None:
+    """Every case traced into one tf.function (XLA-compiled with `jit_compile`), called once."""
 
     variables = [[tf.Variable(v) for v in case.variables] for case in cases]  # created once, outside
     traced: list[int] = []
@@ -298,12 +298,13 @@ def run_function(cases: Sequence[BaselineCase], compute: Callable[..., tuple[lis
 
     signature = [tf.TensorSpec(_shape(v, case.downstream), tf.as_dtype(v.dtype)) for case in cases for v in case.inputs]
     try:
-        concrete = tf.function(body, input_signature=signature, autograph=False).get_concrete_function()
+        concrete = tf.function(body, input_signature=signature, autograph=False,
+                               jit_compile=jit_compile).get_concrete_function()
         values = concrete(*[v for case in cases for v in case.inputs])
     except Exception:  # noqa: BLE001 - as the harness: trace and run each traced case alone.
         if retry and len(traced) > 1:
             for index in traced:
-                run_function([cases[index]], compute, out, retry=False)
+                run_function([cases[index]], compute, out, retry=False, jit_compile=jit_compile)
         return
     for index, grads in values.items():
         out[cases[int(index)].key] = [None if g is None else g.numpy() for g in grads]
@@ -339,6 +340,8 @@ BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = 
     "outer_tape": lambda cases, out: run_wrapped_eager(
         cases, lambda fn, signature: tf.function(fn, input_signature=signature, autograph=False), out),
     "wrap_function": lambda cases, out: run_wrapped_eager(cases, tf.compat.v1.wrap_function, out),
+    "xla_tape": lambda cases, out: run_function(cases, tape_fn, out, jit_compile=True),
+    "xla_gradients": lambda cases, out: run_function(cases, gradients_fn(tf.gradients), out, jit_compile=True),
 }
 
 

@@ -12,8 +12,8 @@ from compat.dtypes import tolerance_for
 from compat.results import Upstream, VariantResult
 
 DifferenceKind = Literal["none_vs_zeros", "sparse_vs_dense", "static_shape", "shape", "dtype", "values", "count",
-                         "calls", "contract", "not_called", "unsupported", "error"]
-CellStatus = Literal["same", "differs", "not_called", "unsupported", "error"]
+                         "calls", "contract", "not_called", "unsupported", "error", "not_observable"]
+CellStatus = Literal["same", "differs", "not_called", "unsupported", "error", "not_observable"]
 
 DEFAULT_REFERENCE = "defun_grad_func@v1_session"
 """The variant cells are compared with unless another is chosen: the legacy mechanism, used as documented."""
@@ -39,7 +39,7 @@ class Difference:
     @property
     def breaking(self) -> bool:
         """Whether it can change what a model learns (anything but a representation difference)."""
-        return self.kind not in REPRESENTATION_KINDS
+        return self.kind not in REPRESENTATION_KINDS and self.kind != "not_observable"  # unknown, not changed
 
     def as_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "detail": f"{self.where}: {self.detail}"}

@@ -11,8 +11,10 @@ from typing import Literal
 import numpy as np
 
 UpstreamKind = Literal["none", "dense", "indexed_slices"]
-Status = Literal["ok", "not_called", "unsupported", "error"]
-STATUSES: tuple[Status, ...] = ("ok", "not_called", "unsupported", "error")
+Status = Literal["ok", "not_called", "unsupported", "error", "not_observable"]
+STATUSES: tuple[Status, ...] = ("ok", "not_called", "unsupported", "error", "not_observable")
+"""`not_observable`: the context ran, but gradcompat cannot capture what the gradient function received there
+(e.g. a Defun body under XLA): calls and upstreams are unknown, never guessed; the message says why."""
 
 
 _INTERN_MIN_ELEMENTS = 1024

@@ -133,6 +133,11 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
             message = f"{probe.where}: TensorFlow cannot run this combination: {reason}{broken}"
             return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
         return VariantResult(status="error", message=f"{probe.where}: failed at run time: {reason}{broken}", **common)
+    if probe.unobservable is not None:
+        message = (f"{probe.where}: upstream not observable: {probe.unobservable}; calls and upstreams are "
+                   f"unknown here, input_grads are what TensorFlow computed")
+        return VariantResult(status="not_observable", message=message, input_grads=outcome.input_grads or (),
+                             input_grad_kinds=outcome.input_grad_kinds or (), **{**common, "violations": ()})
     if not probe.calls:
         common["violations"] = ()  # built, never run: nothing TensorFlow did depended on it
     grads = outcome.input_grads or ()

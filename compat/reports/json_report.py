@@ -25,7 +25,7 @@ DEFAULT_MAX_ARRAY_ELEMENTS = 1000
 """Arrays with more elements are summarised (shape, dtype, min/max/mean, first values, sha256), not embedded:
 a report of a 2,000,000-element input would otherwise take gigabytes. `--max_array_elements=0` embeds all."""
 _FIRST_VALUES = 10
-CELL_STATUSES = ("same", "differs", "not_called", "unsupported", "error")
+CELL_STATUSES = ("same", "differs", "not_called", "unsupported", "error", "not_observable")
 
 NONFINITE: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 """How a non-finite float is written: JSON has no NaN or infinity, so they become these strings."""

@@ -27,6 +27,7 @@ NOT_RUN_WORDS: dict[str, str] = {
     "not_called": "never called (not_called)",
     "unsupported": "unsupported (TensorFlow refuses this combination)",
     "error": "error",
+    "not_observable": "not observable here (gradcompat cannot capture the upstream in this context)",
 }
 
 

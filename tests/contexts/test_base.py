@@ -49,8 +49,11 @@ def test_cases_run_together_and_failures_stay_in_their_case(context):
     outcomes = CONTEXTS[context].run(cases)
     np.testing.assert_array_equal(outcomes[0].input_grads[0], 2 * X)
     assert outcomes[1].phase == "build" and "cannot build this one" in str(outcomes[1].error)
-    assert isinstance(outcomes[2].error, tf.errors.InvalidArgumentError) and outcomes[2].input_grads is None
-    assert outcomes[2].phase == "run"
+    if getattr(CONTEXTS[context], "jit_compile", False):  # XLA compiles tf.debugging.Assert away: nothing fails
+        assert outcomes[2].error is None
+    else:
+        assert isinstance(outcomes[2].error, tf.errors.InvalidArgumentError) and outcomes[2].input_grads is None
+        assert outcomes[2].phase == "run"
     np.testing.assert_array_equal(outcomes[3].input_grads[0], 3 * 2 * (2 * X))
 
 
@@ -89,4 +92,5 @@ def test_before_run_is_called_before_every_attempt():
 
 def test_tape_contexts_declare_it():
     assert {name for name, context in CONTEXTS.items() if context.uses_tape} == {"v1_tape", "eager_tape",
-                                                                                 "function_tape"}
+                                                                                 "function_tape", "outer_tape",
+                                                                                 "wrap_function", "xla_tape"}
