@@ -12,13 +12,14 @@ from compat.dtypes import tolerance_for
 from compat.results import Upstream, VariantResult
 
 DifferenceKind = Literal["none_vs_zeros", "sparse_vs_dense", "static_shape", "shape", "dtype", "values", "count",
-                         "calls", "contract", "not_called", "unsupported", "error", "not_observable"]
+                         "calls", "contract", "not_called", "unsupported", "error", "not_observable",
+                         "compute_dtype"]
 CellStatus = Literal["same", "differs", "not_called", "unsupported", "error", "not_observable"]
 
 DEFAULT_REFERENCE = "defun_grad_func@v1_session"
 """The variant cells are compared with unless another is chosen: the legacy mechanism, used as documented."""
 
-REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense", "static_shape"})
+REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense", "static_shape", "compute_dtype"})
 """Differences in how the same values are handed over: None for zeros, IndexedSlices for a dense tensor, or a
 static shape known in one variant and not in the other (unknown rank inside a Defun body; code that
 branches on `dy.shape` takes another path there). They break a gradient function only if it cannot take
@@ -71,7 +72,8 @@ def compare(result: VariantResult, reference: VariantResult) -> tuple[Difference
                 differences.append(Difference("count", f"{prefix}upstreams", f"{len(mine)} upstreams here, "
                                                                              f"{len(theirs)} in the reference"))
             for index, (upstream, other) in enumerate(zip(mine, theirs, strict=False)):
-                differences += _compare_upstream(f"{prefix}upstream[{index}]", upstream, other)
+                differences += _compare_upstream(f"{prefix}upstream[{index}]", upstream, other,
+                                                 mixed=result.upstream_scale is not None)
     if result.input_grads and reference.input_grads:
         differences += _compare_input_grads(result, reference)
     return tuple(differences)
@@ -92,6 +94,9 @@ def _compare_input_grads(result: VariantResult, reference: VariantResult) -> lis
         if kinds == {"dense", "indexed_slices"}:
             differences.append(Difference("sparse_vs_dense", where, f"{_kind(result, index)} here, "
                                                                     f"{_kind(reference, index)} in the reference"))
+        if result.upstream_scale is not None and mine is not None and theirs is not None and theirs.dtype.kind == "f":
+            # computed in float16 under a mixed-precision policy: compared at float16's precision
+            mine, theirs = mine.astype(np.float16), theirs.astype(np.float16)
         differences += _compare_arrays(where, mine, theirs)
     return differences
 
@@ -100,7 +105,10 @@ def _kind(result: VariantResult, index: int) -> str | None:
     return result.input_grad_kinds[index] if index < len(result.input_grad_kinds) else None
 
 
-def _compare_upstream(where: str, mine: Upstream, theirs: Upstream) -> list[Difference]:
+def _compare_upstream(where: str, mine: Upstream, theirs: Upstream, mixed: bool = False) -> list[Difference]:
+    """`mixed`: `mine` arrived under a mixed-precision policy (float16, loss-scaled, stored unscaled): a float16
+    where the reference has another float dtype is what the policy does (`compute_dtype`), and the values are
+    compared at float16's tolerance."""
     try:
         shape = mine.known_shape or theirs.known_shape or _covering_shape(mine, theirs)
         mine_dense, theirs_dense = mine.to_dense(shape), theirs.to_dense(shape)
@@ -120,8 +128,10 @@ def _compare_upstream(where: str, mine: Upstream, theirs: Upstream) -> list[Diff
     if mine.kind != theirs.kind:
         differences.append(Difference("sparse_vs_dense", where, f"{mine.describe()} here, {theirs.describe()} "
                                                                 f"in the reference"))
+    as_policy = mixed and mine.dtype == "float16" and theirs.dtype in ("float32", "float64")
     if mine.dtype != theirs.dtype:
-        differences.append(Difference("dtype", where, f"{mine.dtype} here, {theirs.dtype} in the reference"))
+        kind: DifferenceKind = "compute_dtype" if as_policy else "dtype"
+        differences.append(Difference(kind, where, f"{mine.dtype} here, {theirs.dtype} in the reference"))
     if mine.kind == theirs.kind and mine.static_shape != theirs.static_shape:
         seen = f"static shape {_shape_text(mine.static_shape)} here, {_shape_text(theirs.static_shape)} in the reference"
         if (mine.static_shape is not None and theirs.static_shape is not None
@@ -132,6 +142,8 @@ def _compare_upstream(where: str, mine: Upstream, theirs: Upstream) -> list[Diff
                                                                  f"building sees less in one of them"))
     if mine.dtype == theirs.dtype:
         differences += _compare_arrays(where, mine_dense, theirs_dense)
+    elif as_policy and mine_dense is not None and theirs_dense is not None:
+        differences += _compare_arrays(where, mine_dense, theirs_dense.astype(np.float16))
     return differences
 
 

@@ -137,6 +137,7 @@ def cell_dict(cell: Cell, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) 
         "violations": list(result.violations),
         "calls": result.calls,
         "traces": result.traces,
+        "upstream_scale": result.upstream_scale,
         "message": result.message,
         "upstream": None if result.upstream is None else [upstream_dict(u, limit) for u in result.upstream],
         "input_grads": None if not result.input_grads else [array(grad, limit) for grad in result.input_grads],
