@@ -331,6 +331,39 @@ def run_wrapped_eager(cases: Sequence[BaselineCase], wrap: Callable[..., Any], o
     run_eager([dataclasses.replace(case, op=wrapped_op(case, wrap)) for case in cases], tape_fn, out)
 
 
+def run_mixed_precision(cases: Sequence[BaselineCase], out: Grads) -> None:
+    """Each op in a Keras mixed_float16 layer, the loss scaled from 2**15 and halved while gradients overflow."""
+    import keras  # noqa: PLC0415 - the harness's mixed_precision context needs it too
+
+    class OpLayer(keras.layers.Layer):
+        def __init__(self, op, **kwargs):
+            super().__init__(**kwargs)
+            self.op = op
+
+        def call(self, *inputs):
+            return tuple(self.op(*inputs))
+
+    for case in cases:
+        scale = 2.0**15
+        while True:
+            def op(*sources, case=case):
+                built, n = case.op(), len(case.inputs)
+                outputs = OpLayer(lambda *xs: built(*xs, *sources[n:]), dtype="mixed_float16")(*sources[:n])
+                return tuple(tf.cast(o, tf.float32) if o.dtype == tf.float16 else o for o in outputs)
+
+            scaled = dataclasses.replace(case.downstream, loss=lambda *o, d=case.downstream, s=scale: d.loss(*o) * s)
+            try:
+                sources = [*(tf.constant(v) for v in case.inputs), *(tf.Variable(v) for v in case.variables)]
+                grads, _ = tape_fn(op, sources, scaled)
+            except Exception:  # noqa: BLE001 - e.g. Defun called eagerly.
+                break
+            values = [None if g is None else g.numpy() / scale for g in grads]
+            if scale <= 1.0 or all(v is None or np.all(np.isfinite(v)) for v in values):
+                out[case.key] = values
+                break
+            scale /= 2.0
+
+
 BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = {
     "v1_session": lambda cases, out: run_graph(cases, gradients_fn(tf.compat.v1.gradients), out),
     "v1_tape": lambda cases, out: run_graph(cases, tape_fn, out),
@@ -342,6 +375,7 @@ BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = 
     "wrap_function": lambda cases, out: run_wrapped_eager(cases, tf.compat.v1.wrap_function, out),
     "xla_tape": lambda cases, out: run_function(cases, tape_fn, out, jit_compile=True),
     "xla_gradients": lambda cases, out: run_function(cases, gradients_fn(tf.gradients), out, jit_compile=True),
+    "mixed_precision": run_mixed_precision,
 }
 
 
