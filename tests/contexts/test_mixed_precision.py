@@ -43,3 +43,21 @@ def test_a_missing_requirement_makes_every_cell_unsupported_saying_what_to_insta
     monkeypatch.setattr(CONTEXTS["mixed_precision"], "requires", ("not_a_real_package_gc",))
     (result,) = compat.run(STE, None, "custom_gradient@mixed_precision")
     assert result.status == "unsupported" and "pip install not_a_real_package_gc" in result.message
+
+
+def test_a_gradient_that_clips_its_upstream_clips_the_loss_scaled_value_a_migration_pitfall():
+    from compat.catalogue import CATALOGUE
+
+    (result,) = compat.run(CATALOGUE["clip_grad_by_value"](), None, "custom_gradient@mixed_precision")
+    (reference,) = compat.run(CATALOGUE["clip_grad_by_value"](), None, "custom_gradient@eager_tape")
+    assert result.status == "ok"
+    np.testing.assert_array_equal(result.upstream[0].value, reference.upstream[0].value.astype(np.float16))
+    # the clip bound applies to the scaled upstream, so once unscaled the gradient is the bound / the scale
+    assert np.abs(result.input_grads[0]).max() < 1e-3 < np.abs(reference.input_grads[0]).max()
+
+
+def test_a_float32_tf_variable_read_by_a_float16_layer_is_a_named_error():
+    from compat.catalogue import CATALOGUE
+
+    (result,) = compat.run(CATALOGUE["variable_scale"](), None, "custom_gradient@mixed_precision")
+    assert result.status == "error" and "half tensor but is a float tensor" in result.message
