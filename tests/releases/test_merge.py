@@ -39,29 +39,32 @@ def _write(tmp_path, name, data):
     return path
 
 
+def _loaded(report, release, scale=1.0):
+    """What load_report returns for `report` written by `release`."""
+    return {**_release(report, release, scale), "release": release}
+
+
 def test_identical_releases_change_nothing(report):
-    matrix = merge([load_report_like(report, "2.12"), load_report_like(report, "2.21")])
+    matrix = merge([_loaded(report, "2.12"), _loaded(report, "2.21")])
     assert matrix["summary"]["changed"] == 0
     assert matrix["summary"]["rows"] == len(report["cells"])
     assert [r["release"] for r in matrix["releases"]] == ["2.12", "2.21"]
 
 
-def load_report_like(report, release):
-    return {**_release(report, release), "release": release}
-
-
 def test_a_changed_upstream_is_flagged_per_cell_with_both_values(report):
-    matrix = merge([load_report_like(report, "2.12"), {**_release(report, "2.21", scale=2.0), "release": "2.21"}])
+    matrix = merge([_loaded(report, "2.12"), _loaded(report, "2.21", scale=2.0)])
     changed = [row for row in matrix["rows"] if row["changed"]]
     called = [c for c in report["cells"] if c["scenario"] == "scaled" and c["upstream"]]
     assert len(changed) == len(called) > 0
     assert all(row["scenario"] == "scaled" for row in changed)
     assert {c["aspect"] for row in changed for c in row["changes"]} == {"upstream"}
+    first = changed[0]["changes"][0]["releases"]
+    assert first["2.21"][0]["value"][0][0] == 2.0 * first["2.12"][0]["value"][0][0]
     assert matrix["summary"]["changed_by_aspect"] == {"upstream": len(called)}
 
 
 def test_values_within_tolerance_are_not_a_change(report):
-    matrix = merge([load_report_like(report, "2.12"), {**_release(report, "2.21", scale=1 + 1e-7), "release": "2.21"}])
+    matrix = merge([_loaded(report, "2.12"), _loaded(report, "2.21", scale=1 + 1e-7)])
     assert matrix["summary"]["changed"] == 0
 
 
