@@ -43,7 +43,8 @@ def _with_outputs(text: str, outputs: list[str]) -> str:
 
     def replace(match: re.Match[str]) -> str:
         head = f"<!-- block: {match['name']} -->\n" if match["name"] else ""
-        return f"{head}```python\n{match['code']}```\n\n<!-- output -->\n```text\n{next(found)}\n```\n<!-- /output -->\n"
+        output = f"<!-- output -->\n```text\n{next(found)}\n```\n<!-- /output -->\n"
+        return f"{head}```python\n{match['code']}```\n\n{output}"
 
     return _BLOCK.sub(replace, text)
 
@@ -56,17 +57,17 @@ def _numbers(line: str) -> list[float]:
 def seed_verdict(codes: dict[str, str], outputs: dict[str, str]) -> str:
     """What the copied example does in TF2, read from its two runs and compared with its own comments."""
     error = outputs["seed"].splitlines()[-1].split("... ", 1)[-1]
-    printed = [line for line in outputs["seed_fixed"].splitlines() if "最终梯度" in line]
-    claimed = [line.split("#", 1)[1] for line in codes["seed_fixed"].splitlines() if "最终梯度" in line and "#" in line]
+    final = "最终梯度"  # "final gradient", in the example's prints and comments
+    printed = [line for line in outputs["seed_fixed"].splitlines() if final in line]
+    claimed = [line.split("#", 1)[1] for line in codes["seed_fixed"].splitlines() if final in line and "#" in line]
     ratios = {round(a / c, 6) for p, cl in zip(printed, claimed) for a, c in zip(_numbers(p), _numbers(cl)) if c}
     called = "上游梯度值" in outputs["seed_fixed"]
     ratio = f"{next(iter(ratios)):g} times" if len(ratios) == 1 else "not"
     facts = "; ".join(f"`{_numbers(p)}` where the comment claims `{_numbers(c)}`" for p, c in zip(printed, claimed))
-    return (f"As written it fails in TF2 before any gradient is computed: `{error}`. With the fix it runs, and "
-            f"the gradient function {'is called' if called else 'is **never called** (its print never appears)'}: "
-            f"the override is silently ignored under `tf.GradientTape`, and the gradients are {ratio} what the "
-            f"comments claim ({facts}). The example seems to confirm the answer's point while demonstrating "
-            "TensorFlow's own `Identity` gradient.")
+    verdict = ("is **never called** (its print never appears): the override is silently ignored under "
+               "`tf.GradientTape`" if not called else "is called: the override is honoured")
+    return (f"As written it fails in TF2 before any gradient is computed: `{error}`. With the fix it runs, and the "
+            f"gradient function {verdict}, and the gradients are {ratio} what the comments claim ({facts}).")
 
 
 def tape_over_function_verdict(codes: dict[str, str], outputs: dict[str, str]) -> str:
