@@ -45,7 +45,6 @@ TF_VERSIONS = ["2.12", "2.13", "2.14", "2.15", "2.16", "2.17", "2.18", "2.19", "
 """Every TensorFlow release with Python 3.11 wheels on PyPI (3.11 support started with 2.12)."""
 
 LATEST = TF_VERSIONS[-1]
-OLDEST = TF_VERSIONS[0]
 NIGHTLY = "nightly"
 NIGHTLY_PACKAGE = "tf-nightly"
 """`tests-nightly`, `check-nightly`, `matrix-nightly`: TensorFlow's nightly build, offered, never a default."""
