@@ -12,6 +12,9 @@ Each TensorFlow release gets its own virtualenv (Python 3.11, stdlib venv), name
     nox -s audit -- --format=markdown       # compat-audit on the installed TensorFlow's own source (informative)
     nox -s check                            # compat-check on every release: reports/check-tf2.XX.json
     nox -s check-2.21 check-2.12            # two releases, then diff the two JSON reports
+    nox -s matrix                           # check on every release, merged: reports/matrix.{json,md,html}
+    nox -s matrix -- --specs=my_ops.py:MY_SPEC   # the same for your own specs (posargs go to compat-check)
+    nox -s matrix-nightly                   # ... plus tf-nightly (also tests-nightly, check-nightly)
 
 Your own specs. `check` passes its posargs to `compat-check`, so a module defining a GradientSpec (or a
 function returning one) can be run on every release and the JSON reports diffed to see what changed:
@@ -28,16 +31,23 @@ Each venv holds a full TensorFlow (about 1 GiB), so venvs are reused between run
 
 from __future__ import annotations
 
+import configparser
+import json
 import os
+import sys
 from collections.abc import Callable
 
 import nox
+from nox.command import CommandFailed
 
 PYTHON = "3.11"
 TF_VERSIONS = ["2.12", "2.13", "2.14", "2.15", "2.16", "2.17", "2.18", "2.19", "2.20", "2.21"]
 """Every TensorFlow release with Python 3.11 wheels on PyPI (3.11 support started with 2.12)."""
 
 LATEST = TF_VERSIONS[-1]
+NIGHTLY = "nightly"
+NIGHTLY_PACKAGE = "tf-nightly"
+"""`tests-nightly`, `check-nightly`, `matrix-nightly`: TensorFlow's nightly build, offered, never a default."""
 
 EXTRA_PINS: dict[str, list[str]] = {
     # Built against the numpy 1.x C API: with numpy 2 importing TensorFlow fails ("A module that was
@@ -56,11 +66,29 @@ _ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
 def _install(session: nox.Session, tensorflow: str, extras: str = "test") -> None:
-    """The package (editable) and the pinned TensorFlow, resolved together so the pins hold."""
-    package = f".[{extras}]" if extras else "."
-    session.install("-e", package, f"tensorflow-cpu=={tensorflow}.*", *EXTRA_PINS.get(tensorflow, []))
+    """The package (editable) and the pinned TensorFlow, resolved together so the pins hold.
+
+    `nightly` installs tf-nightly and the package without its declared `tensorflow-cpu` (pip would install
+    both, and two TensorFlows in one venv break each other).
+    """
+    if tensorflow == NIGHTLY:
+        session.install(NIGHTLY_PACKAGE, *_requirements(extras))
+        session.install("--no-deps", "-e", ".")
+    else:
+        package = f".[{extras}]" if extras else "."
+        session.install("-e", package, f"tensorflow-cpu=={tensorflow}.*", *EXTRA_PINS.get(tensorflow, []))
     session.run("python", "-c", "import tensorflow as tf, numpy as np; print('tensorflow', tf.__version__, "
                 "'numpy', np.__version__)", env=_ENV, silent=False)
+
+
+def _requirements(extras: str) -> list[str]:
+    """setup.cfg's install_requires (TensorFlow left out) plus the extra's requirements."""
+    config = configparser.RawConfigParser()
+    config.read("setup.cfg")
+    lines = config.get("options", "install_requires").split()
+    if extras:
+        lines += config.get("options.extras_require", extras).split()
+    return [line for line in lines if not line.startswith("tensorflow")]
 
 
 def _tests(session: nox.Session, tensorflow: str) -> None:
@@ -69,23 +97,33 @@ def _tests(session: nox.Session, tensorflow: str) -> None:
 
 
 def _check(session: nox.Session, tensorflow: str) -> None:
-    _install(session, tensorflow, extras="")
+    """A release that cannot be installed is a skip record in its report file, so `matrix` lists it with why."""
     os.makedirs("reports", exist_ok=True)
-    session.run("compat-check", "--format=json", f"--output=reports/check-tf{tensorflow}.json", *session.posargs,
+    output = f"reports/check-tf{tensorflow}.json"
+    try:
+        _install(session, tensorflow, extras="")
+    except CommandFailed as exc:
+        reason = f"TensorFlow {tensorflow} could not be installed for Python {PYTHON}: {exc.reason or exc}"
+        with open(output, "w", encoding="utf-8") as file:
+            json.dump({"tool": "compat-check", "release": tensorflow, "release_skipped": reason}, file)
+        session.skip(reason)
+    session.run("compat-check", "--format=json", f"--output={output}", *session.posargs,
                 success_codes=[0, 1], env=_ENV)
 
 
 def _per_release(name: str, body: Callable[[nox.Session, str], None], doc: str) -> None:
-    """Sessions `{name}-2.12` ... `{name}-2.21`, one venv each, and `{name}`, which runs them all.
+    """Sessions `{name}-2.12` ... `{name}-2.21`, one venv each, `{name}`, which runs them all, and
+    `{name}-nightly` (tf-nightly; not in `{name}` nor in the defaults).
 
     Named sessions rather than `@nox.parametrize` (whose names are `tests(2.21)`, to be quoted in a shell).
     """
-    for version in TF_VERSIONS:
+    for version in [*TF_VERSIONS, NIGHTLY]:
         def session_func(session: nox.Session, version: str = version) -> None:
             body(session, version)
 
         session_func.__doc__ = doc.format(version=version)
-        nox.session(name=f"{name}-{version}", python=PYTHON, venv_backend="venv", tags=[name])(session_func)
+        tags = [name] if version != NIGHTLY else [NIGHTLY]
+        nox.session(name=f"{name}-{version}", python=PYTHON, venv_backend="venv", tags=tags)(session_func)
 
     def all_releases(session: nox.Session) -> None:
         session.log(f"ran {name} on TensorFlow {', '.join(TF_VERSIONS)}")
@@ -97,6 +135,28 @@ def _per_release(name: str, body: Callable[[nox.Session, str], None], doc: str) 
 _per_release("tests", _tests, "pytest on TensorFlow {version}; posargs go to pytest (e.g. `-- -k myspec -x`).")
 _per_release("check", _check, "compat-check on TensorFlow {version} -> reports/check-tf{version}.json; posargs go "
              "to compat-check. Exit 1 (a native variant disagrees) is a finding, not a failure.")
+
+
+def _merge(session: nox.Session, releases: list[str]) -> None:
+    """Merge the releases' reports with nox's own interpreter (compat.releases is standard library only)."""
+    reports = [f"reports/check-tf{version}.json" for version in releases]
+    session.run(sys.executable, "-m", "compat.releases", *reports, "--output_dir=reports", external=True,
+                env={"PYTHONPATH": os.getcwd()})
+
+
+@nox.session(venv_backend="none", requires=[f"check-{v}" for v in TF_VERSIONS])
+def matrix(session: nox.Session) -> None:
+    """compat-check on every release, merged: reports/matrix.json, matrix.md, matrix.html (changes highlighted).
+
+    posargs go to every compat-check, e.g. `nox -s matrix -- --specs=path/to/my_specs.py:MY_SPEC`.
+    """
+    _merge(session, TF_VERSIONS)
+
+
+@nox.session(name="matrix-nightly", venv_backend="none", requires=[f"check-{v}" for v in [*TF_VERSIONS, NIGHTLY]])
+def matrix_nightly(session: nox.Session) -> None:
+    """`matrix` plus tf-nightly as the last column."""
+    _merge(session, [*TF_VERSIONS, NIGHTLY])
 
 
 @nox.session(python=PYTHON, venv_backend="venv")

@@ -20,10 +20,11 @@ from compat.apps._common import (
     EXIT_OK,
     EXIT_USAGE,
     ProgressBar,
+    prepare_output,
     run_app,
     wants_progress,
 )
-from compat.apps._output import OutputError, check_output_path, write_output
+from compat.apps._output import OutputError, write_output
 from compat.audit import RULES, audit_paths
 from compat.audit.engine import AuditReport
 from compat.audit.findings import FileResult
@@ -90,7 +91,7 @@ def main(argv: Sequence[str]) -> int:
         raise app.UsageError(f"no such file or directory: {', '.join(missing)}", exitcode=EXIT_USAGE)
     if _OUTPUT.value is not None:
         try:
-            check_output_path(_OUTPUT.value)
+            prepare_output(_OUTPUT.value)
         except OutputError as e:
             sys.stderr.write(f"compat-audit: {e}\n")
             return EXIT_USAGE

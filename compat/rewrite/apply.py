@@ -69,6 +69,13 @@ class ApplyPlan(cst.CSTTransformer):
         self._removed: dict[int, cst.CSTNode] = {}
         self._emptied: dict[int, cst.CSTNode] = {}
         self._hoisted: dict[int, list[cst.BaseStatement]] = {}
+        # LibCST keeps the comments above a module's first statement in the module's header, not on it.
+        self._header: tuple[int, Sequence[cst.EmptyLine]] = (0, ())
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        if node.body:
+            self._header = (id(node.body[0]), node.header)
+        return True
 
     # -- calls and override blocks ----------------------------------------------------------------
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -125,7 +132,7 @@ class ApplyPlan(cst.CSTTransformer):
                 new[0] = _with_blank_lines(new[0], 1)
             new = hoisted + (new if keep else [])
         if key in self.plan.todos and new:
-            new[0] = with_todos(new[0], self.plan.todos[key])
+            new[0] = with_todos(new[0], self.plan.todos[key], self._header[1] if key == self._header[0] else ())
         if not new:
             placeholder = _PASS.with_changes(leading_lines=leading_lines(updated))
             self._removed[id(placeholder)] = placeholder

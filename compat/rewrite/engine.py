@@ -15,6 +15,7 @@ from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, s
 from compat.rewrite.plan import CallEdit, Plan
 from compat.rewrite.register_gradient import Registration, build, check_uses, find_registrations, new_name
 from compat.rewrite.result import SourceResult
+from compat.rewrite.unfollowed import plan_unfollowed
 
 TRIGGER_WORDS = ("Defun", "RegisterGradient", "gradient_override_map")
 
@@ -35,12 +36,13 @@ def rewrite_source(text: str, path: str = "<string>") -> SourceResult:
         plan.add_tf_import = True
     _plan_overrides(ctx, plan)
     plan_defuns(ctx, find_defuns(ctx), plan)
+    plan_unfollowed(ctx, plan, text)
     if not plan.sites:
         return SourceResult(text)
     plan.sites.sort()
-    new = ctx.wrapper.visit(ApplyPlan(plan))
     if not any(s.outcome == "rewritten" for s in plan.sites):
         plan.add_tf_import = False
+    new = ctx.wrapper.visit(ApplyPlan(plan))
     code = cleanup.tidy(new.code, ctx, plan)
     return SourceResult(code, tuple(plan.sites))
 

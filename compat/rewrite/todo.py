@@ -19,9 +19,13 @@ def todo_comment(reason: str) -> str:
     return PREFIX + " ".join(reason.split())
 
 
-def with_todos(statement: cst.BaseStatement, comments: Sequence[str]) -> cst.BaseStatement:
-    """`statement` with each comment above it, unless an identical comment is already there (idempotence)."""
-    present = {line.comment.value for line in leading_lines(statement) if line.comment is not None}
+def with_todos(statement: cst.BaseStatement, comments: Sequence[str],
+               above: Sequence[cst.EmptyLine] = ()) -> cst.BaseStatement:
+    """`statement` with each comment above it, unless an identical comment is already there (idempotence).
+
+    `above`: lines above it that are not its own, e.g. the module header above a module's first statement.
+    """
+    present = {line.comment.value for line in [*above, *leading_lines(statement)] if line.comment is not None}
     new = [cst.EmptyLine(comment=cst.Comment(c)) for c in comments if c not in present]
     if not new:
         return statement

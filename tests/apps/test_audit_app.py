@@ -147,3 +147,10 @@ def test_non_utf8_file_names_are_reported_in_every_format(tmp_path, fmt):
     proc = _run(f"--format={fmt}", f"--output={out}", str(src))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "caf" in out.read_text(encoding="utf-8")
+
+
+def test_output_in_a_new_directory_is_created_like_compat_check_does(tree, tmp_path):
+    target = tmp_path / "reports" / "nested" / "audit.json"
+    proc = _run("--format=json", f"--output={target}", str(tree))
+    assert proc.returncode in (0, 1), proc.stderr
+    assert json.loads(target.read_text())["tool"] == "compat-audit"

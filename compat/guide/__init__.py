@@ -1,0 +1,1 @@
+"""The migration guide's facts, tables and example outputs, each computed from running TensorFlow."""
