@@ -13,17 +13,20 @@ from compat.results import Upstream, VariantResult
 
 DifferenceKind = Literal["none_vs_zeros", "sparse_vs_dense", "static_shape", "shape", "dtype", "values", "count",
                          "calls", "contract", "not_called", "unsupported", "error", "not_observable",
-                         "compute_dtype"]
+                         "compute_dtype", "zero_calls"]
 CellStatus = Literal["same", "differs", "not_called", "unsupported", "error", "not_observable"]
 
 DEFAULT_REFERENCE = "defun_grad_func@v1_session"
 """The variant cells are compared with unless another is chosen: the legacy mechanism, used as documented."""
 
-REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense", "static_shape", "compute_dtype"})
-"""Differences in how the same values are handed over: None for zeros, IndexedSlices for a dense tensor, or a
+REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense", "static_shape", "compute_dtype",
+                                                  "zero_calls"})
+"""Differences in how the same values are handed over: None for zeros, IndexedSlices for a dense tensor, a
 static shape known in one variant and not in the other (unknown rank inside a Defun body; code that
-branches on `dy.shape` takes another path there). They break a gradient function only if it cannot take
-that form (it then shows as an `error` cell); the values the model learns from are compared apart."""
+branches on `dy.shape` takes another path there), float16 under a mixed-precision policy, or extra calls
+that receive only zero upstreams (TensorFlow differentiating a backward function again for second order).
+They break a gradient function only if it cannot take that form (it then shows as an `error` cell) or has
+side effects (an extra call runs them again); the values the model learns from are compared apart."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,8 +67,7 @@ def compare(result: VariantResult, reference: VariantResult) -> tuple[Difference
                                                        f"contract: {problem}") for problem in result.violations]
     if result.calls and reference.calls:
         if result.calls != reference.calls:
-            differences.append(Difference("calls", "calls", f"called {result.calls}x here, "
-                                                            f"{reference.calls}x in the reference"))
+            differences.append(_calls_difference(result, reference))
         for call, (mine, theirs) in enumerate(zip(result.upstreams, reference.upstreams, strict=False)):
             prefix = f"call[{call}] " if call else ""
             if len(mine) != len(theirs):
@@ -77,6 +79,25 @@ def compare(result: VariantResult, reference: VariantResult) -> tuple[Difference
     if result.input_grads and reference.input_grads:
         differences += _compare_input_grads(result, reference)
     return tuple(differences)
+
+
+def _calls_difference(result: VariantResult, reference: VariantResult) -> Difference:
+    """A different number of calls: `zero_calls` when the calls beyond the common ones received only zero
+    (or None) upstreams, so the gradient values cannot differ through them; `calls` otherwise."""
+    detail = f"called {result.calls}x here, {reference.calls}x in the reference"
+    longer = result if result.calls > reference.calls else reference
+    extra = longer.upstreams[min(result.calls, reference.calls):]
+    if extra and all(_all_zero(call) for call in extra):
+        where = "here" if longer is result else "in the reference"
+        return Difference("zero_calls", "calls", f"{detail}; the extra call(s) {where} received only zero "
+                          "upstreams (TensorFlow differentiating the backward function again): the values are "
+                          "unchanged, but side effects in the gradient function (counters, assignments, logging) "
+                          "run again")
+    return Difference("calls", "calls", detail)
+
+
+def _all_zero(call: Sequence[Upstream]) -> bool:
+    return all(upstream.value is None or not np.any(upstream.value) for upstream in call)
 
 
 def _verb(result: VariantResult) -> str:

@@ -21,10 +21,8 @@ def test_catalogue_has_the_required_specs_with_descriptions():
 
 
 def test_every_catalogue_spec_runs_in_every_native_variant_and_agrees():
-    # mixed_precision changes what a gradient sees by design (a clip applies to the loss-scaled float16
-    # upstream; a float32 tf.Variable meets float16 inputs): tests/contexts/test_mixed_precision.py measures it.
-    native = [v for v in compat.NATIVE_VARIANTS if not v.endswith("@mixed_precision")]
-    report = check([factory() for factory in CATALOGUE.values()], scenarios=["weighted", "gather"], variants=native)
+    report = check([factory() for factory in CATALOGUE.values()], scenarios=["weighted", "gather"],
+                   variants=list(compat.NATIVE_VARIANTS))
     assert report.exit_code == 0, [(c.spec, c.variant, c.differences) for c in report.unexpected]
     for cell in report.cells:
         assert cell.result.status == "ok", cell.result

@@ -29,7 +29,6 @@ def cases(draw):
 def test_native_variants_agree_for_random_inputs(case):
     name, values, dtype, scenario = case
     spec = cast_spec(CATALOGUE[name]().with_inputs([values]), dtype)
-    native = [v for v in compat.NATIVE_VARIANTS if not v.endswith("@mixed_precision")]  # see test_catalogue.py
-    report = check([spec], scenarios=[scenario], dtypes=[dtype], variants=native)
+    report = check([spec], scenarios=[scenario], dtypes=[dtype], variants=list(compat.NATIVE_VARIANTS))
     assert report.exit_code == 0, [(c.variant, c.differences) for c in report.unexpected]
     assert all(cell.result.status == "ok" for cell in report.cells), [c.result.message for c in report.cells]

@@ -85,6 +85,9 @@ class Context(abc.ABC):
     summary: str
     uses_tape: bool
     """Whether a tf.GradientTape asks for the gradient (tapes ignore gradient_override_map)."""
+    native: bool = True
+    """False for a context that changes the numbers by design (mixed precision): every variant there is
+    *cross*, its differences reported as what the change does, never counted as a migration failure."""
     requires: tuple[str, ...] = ()
     """Python packages the context needs beyond TensorFlow (e.g. `keras`)."""
 
