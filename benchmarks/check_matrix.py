@@ -280,8 +280,8 @@ def run_eager(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, 
 
 
 def run_function(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, list]], out: Grads,
-                 retry: bool = True) -> None:
-    """Every case traced into one tf.function, called once."""
+                 retry: bool = True, jit_compile: bool = False) -> None:
+    """Every case traced into one tf.function (XLA-compiled with `jit_compile`), called once."""
 
     variables = [[tf.Variable(v) for v in case.variables] for case in cases]  # created once, outside
     traced: list[int] = []
@@ -298,15 +298,70 @@ def run_function(cases: Sequence[BaselineCase], compute: Callable[..., tuple[lis
 
     signature = [tf.TensorSpec(_shape(v, case.downstream), tf.as_dtype(v.dtype)) for case in cases for v in case.inputs]
     try:
-        concrete = tf.function(body, input_signature=signature, autograph=False).get_concrete_function()
+        concrete = tf.function(body, input_signature=signature, autograph=False,
+                               jit_compile=jit_compile).get_concrete_function()
         values = concrete(*[v for case in cases for v in case.inputs])
     except Exception:  # noqa: BLE001 - as the harness: trace and run each traced case alone.
         if retry and len(traced) > 1:
             for index in traced:
-                run_function([cases[index]], compute, out, retry=False)
+                run_function([cases[index]], compute, out, retry=False, jit_compile=jit_compile)
         return
     for index, grads in values.items():
         out[cases[int(index)].key] = [None if g is None else g.numpy() for g in grads]
+
+
+def wrapped_op(case: BaselineCase, wrap: Callable[[Callable[..., Any], list[tf.TensorSpec]], Any]) -> Callable[[], Op]:
+    """The case's op traced inside `wrap(fn, signature)` (tf.function or wrap_function) at its first call;
+    the variables are captured from outside, as a model's weights are."""
+    def build() -> Op:
+        op = case.op()
+
+        def call(*sources):
+            inputs, variables = sources[:len(case.inputs)], sources[len(case.inputs):]
+            signature = [tf.TensorSpec(x.shape, x.dtype) for x in inputs]
+            return tuple(wrap(lambda *xs: tuple(op(*xs, *variables)), signature)(*inputs))
+
+        return call
+
+    return build
+
+
+def run_wrapped_eager(cases: Sequence[BaselineCase], wrap: Callable[..., Any], out: Grads) -> None:
+    """An eager tape over each case's op wrapped by `wrap`."""
+    run_eager([dataclasses.replace(case, op=wrapped_op(case, wrap)) for case in cases], tape_fn, out)
+
+
+def run_mixed_precision(cases: Sequence[BaselineCase], out: Grads) -> None:
+    """Each op in a Keras mixed_float16 layer, the loss scaled from 2**15 and halved while gradients overflow."""
+    import keras  # noqa: PLC0415 - the harness's mixed_precision context needs it too
+
+    class OpLayer(keras.layers.Layer):
+        def __init__(self, op, **kwargs):
+            super().__init__(**kwargs)
+            self.op = op
+
+        def call(self, *inputs):
+            return tuple(self.op(*inputs))
+
+    for case in cases:
+        scale = 2.0**15
+        while True:
+            def op(*sources, case=case):
+                built, n = case.op(), len(case.inputs)
+                outputs = OpLayer(lambda *xs: built(*xs, *sources[n:]), dtype="mixed_float16")(*sources[:n])
+                return tuple(tf.cast(o, tf.float32) if o.dtype == tf.float16 else o for o in outputs)
+
+            scaled = dataclasses.replace(case.downstream, loss=lambda *o, d=case.downstream, s=scale: d.loss(*o) * s)
+            try:
+                sources = [*(tf.constant(v) for v in case.inputs), *(tf.Variable(v) for v in case.variables)]
+                grads, _ = tape_fn(op, sources, scaled)
+            except Exception:  # noqa: BLE001 - e.g. Defun called eagerly.
+                break
+            values = [None if g is None else g.numpy() / scale for g in grads]
+            if scale <= 1.0 or all(v is None or np.all(np.isfinite(v)) for v in values):
+                out[case.key] = values
+                break
+            scale /= 2.0
 
 
 BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = {
@@ -315,6 +370,12 @@ BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = 
     "eager_tape": lambda cases, out: run_eager(cases, tape_fn, out),
     "function_tape": lambda cases, out: run_function(cases, tape_fn, out),
     "function_gradients": lambda cases, out: run_function(cases, gradients_fn(tf.gradients), out),
+    "outer_tape": lambda cases, out: run_wrapped_eager(
+        cases, lambda fn, signature: tf.function(fn, input_signature=signature, autograph=False), out),
+    "wrap_function": lambda cases, out: run_wrapped_eager(cases, tf.compat.v1.wrap_function, out),
+    "xla_tape": lambda cases, out: run_function(cases, tape_fn, out, jit_compile=True),
+    "xla_gradients": lambda cases, out: run_function(cases, gradients_fn(tf.gradients), out, jit_compile=True),
+    "mixed_precision": run_mixed_precision,
 }
 
 
@@ -416,10 +477,16 @@ def main(argv: Sequence[str]) -> int:
     if unknown:
         raise app.UsageError(f"unknown dtype(s) {unknown}; choose from {list(DTYPES)}")
     # The baseline is written per mechanism and context: a new one in compat must be added here too.
+    missing = [name for name in (*MECHANISMS, *CONTEXTS) if name not in (*BASELINE_MECHANISMS, *BASELINE_CONTEXTS)]
+    if missing:
+        print(f"refusing to run: the baseline does not implement {missing} (compat has mechanisms "
+              f"{list(MECHANISMS)} and contexts {list(CONTEXTS)}); add each to BASELINE_MECHANISMS or "
+              f"BASELINE_CONTEXTS in benchmarks/check_matrix.py", file=sys.stderr)
+        return 2
     if list(BASELINE_MECHANISMS) != list(MECHANISMS) or list(BASELINE_CONTEXTS) != list(CONTEXTS):
         raise app.UsageError(f"the baseline covers mechanisms {list(BASELINE_MECHANISMS)} and contexts "
                              f"{list(BASELINE_CONTEXTS)} but compat has {list(MECHANISMS)} and {list(CONTEXTS)}; "
-                             f"add the missing ones to benchmarks/check_matrix.py")
+                             f"keep them in compat's registry order in benchmarks/check_matrix.py")
     check_app = Path(__file__).resolve().parent.parent / "compat" / "apps" / "check.py"
     print(f"TensorFlow {tf.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}; "
           f"specs {sorted(CATALOGUE)}; dtypes {dtypes}; compat-check app "

@@ -12,17 +12,21 @@ from compat.dtypes import tolerance_for
 from compat.results import Upstream, VariantResult
 
 DifferenceKind = Literal["none_vs_zeros", "sparse_vs_dense", "static_shape", "shape", "dtype", "values", "count",
-                         "calls", "contract", "not_called", "unsupported", "error"]
-CellStatus = Literal["same", "differs", "not_called", "unsupported", "error"]
+                         "calls", "contract", "not_called", "unsupported", "error", "not_observable",
+                         "compute_dtype", "zero_calls"]
+CellStatus = Literal["same", "differs", "not_called", "unsupported", "error", "not_observable"]
 
 DEFAULT_REFERENCE = "defun_grad_func@v1_session"
 """The variant cells are compared with unless another is chosen: the legacy mechanism, used as documented."""
 
-REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense", "static_shape"})
-"""Differences in how the same values are handed over: None for zeros, IndexedSlices for a dense tensor, or a
+REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense", "static_shape", "compute_dtype",
+                                                  "zero_calls"})
+"""Differences in how the same values are handed over: None for zeros, IndexedSlices for a dense tensor, a
 static shape known in one variant and not in the other (unknown rank inside a Defun body; code that
-branches on `dy.shape` takes another path there). They break a gradient function only if it cannot take
-that form (it then shows as an `error` cell); the values the model learns from are compared apart."""
+branches on `dy.shape` takes another path there), float16 under a mixed-precision policy, or extra calls
+that receive only zero upstreams (TensorFlow differentiating a backward function again for second order).
+They break a gradient function only if it cannot take that form (it then shows as an `error` cell) or has
+side effects (an extra call runs them again); the values the model learns from are compared apart."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +43,7 @@ class Difference:
     @property
     def breaking(self) -> bool:
         """Whether it can change what a model learns (anything but a representation difference)."""
-        return self.kind not in REPRESENTATION_KINDS
+        return self.kind not in REPRESENTATION_KINDS and self.kind != "not_observable"  # unknown, not changed
 
     def as_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "detail": f"{self.where}: {self.detail}"}
@@ -63,18 +67,37 @@ def compare(result: VariantResult, reference: VariantResult) -> tuple[Difference
                                                        f"contract: {problem}") for problem in result.violations]
     if result.calls and reference.calls:
         if result.calls != reference.calls:
-            differences.append(Difference("calls", "calls", f"called {result.calls}x here, "
-                                                            f"{reference.calls}x in the reference"))
+            differences.append(_calls_difference(result, reference))
         for call, (mine, theirs) in enumerate(zip(result.upstreams, reference.upstreams, strict=False)):
             prefix = f"call[{call}] " if call else ""
             if len(mine) != len(theirs):
                 differences.append(Difference("count", f"{prefix}upstreams", f"{len(mine)} upstreams here, "
                                                                              f"{len(theirs)} in the reference"))
             for index, (upstream, other) in enumerate(zip(mine, theirs, strict=False)):
-                differences += _compare_upstream(f"{prefix}upstream[{index}]", upstream, other)
+                differences += _compare_upstream(f"{prefix}upstream[{index}]", upstream, other,
+                                                 mixed=result.upstream_scale is not None)
     if result.input_grads and reference.input_grads:
         differences += _compare_input_grads(result, reference)
     return tuple(differences)
+
+
+def _calls_difference(result: VariantResult, reference: VariantResult) -> Difference:
+    """A different number of calls: `zero_calls` when the calls beyond the common ones received only zero
+    (or None) upstreams, so the gradient values cannot differ through them; `calls` otherwise."""
+    detail = f"called {result.calls}x here, {reference.calls}x in the reference"
+    longer = result if result.calls > reference.calls else reference
+    extra = longer.upstreams[min(result.calls, reference.calls):]
+    if extra and all(_all_zero(call) for call in extra):
+        where = "here" if longer is result else "in the reference"
+        return Difference("zero_calls", "calls", f"{detail}; the extra call(s) {where} received only zero "
+                          "upstreams (TensorFlow differentiating the backward function again): the values are "
+                          "unchanged, but side effects in the gradient function (counters, assignments, logging) "
+                          "run again")
+    return Difference("calls", "calls", detail)
+
+
+def _all_zero(call: Sequence[Upstream]) -> bool:
+    return all(upstream.value is None or not np.any(upstream.value) for upstream in call)
 
 
 def _verb(result: VariantResult) -> str:
@@ -92,6 +115,9 @@ def _compare_input_grads(result: VariantResult, reference: VariantResult) -> lis
         if kinds == {"dense", "indexed_slices"}:
             differences.append(Difference("sparse_vs_dense", where, f"{_kind(result, index)} here, "
                                                                     f"{_kind(reference, index)} in the reference"))
+        if result.upstream_scale is not None and mine is not None and theirs is not None and theirs.dtype.kind == "f":
+            # computed in float16 under a mixed-precision policy: compared at float16's precision
+            mine, theirs = mine.astype(np.float16), theirs.astype(np.float16)
         differences += _compare_arrays(where, mine, theirs)
     return differences
 
@@ -100,7 +126,10 @@ def _kind(result: VariantResult, index: int) -> str | None:
     return result.input_grad_kinds[index] if index < len(result.input_grad_kinds) else None
 
 
-def _compare_upstream(where: str, mine: Upstream, theirs: Upstream) -> list[Difference]:
+def _compare_upstream(where: str, mine: Upstream, theirs: Upstream, mixed: bool = False) -> list[Difference]:
+    """`mixed`: `mine` arrived under a mixed-precision policy (float16, loss-scaled, stored unscaled): a float16
+    where the reference has another float dtype is what the policy does (`compute_dtype`), and the values are
+    compared at float16's tolerance."""
     try:
         shape = mine.known_shape or theirs.known_shape or _covering_shape(mine, theirs)
         mine_dense, theirs_dense = mine.to_dense(shape), theirs.to_dense(shape)
@@ -120,8 +149,10 @@ def _compare_upstream(where: str, mine: Upstream, theirs: Upstream) -> list[Diff
     if mine.kind != theirs.kind:
         differences.append(Difference("sparse_vs_dense", where, f"{mine.describe()} here, {theirs.describe()} "
                                                                 f"in the reference"))
+    as_policy = mixed and mine.dtype == "float16" and theirs.dtype in ("float32", "float64")
     if mine.dtype != theirs.dtype:
-        differences.append(Difference("dtype", where, f"{mine.dtype} here, {theirs.dtype} in the reference"))
+        kind: DifferenceKind = "compute_dtype" if as_policy else "dtype"
+        differences.append(Difference(kind, where, f"{mine.dtype} here, {theirs.dtype} in the reference"))
     if mine.kind == theirs.kind and mine.static_shape != theirs.static_shape:
         seen = f"static shape {_shape_text(mine.static_shape)} here, {_shape_text(theirs.static_shape)} in the reference"
         if (mine.static_shape is not None and theirs.static_shape is not None
@@ -132,6 +163,8 @@ def _compare_upstream(where: str, mine: Upstream, theirs: Upstream) -> list[Diff
                                                                  f"building sees less in one of them"))
     if mine.dtype == theirs.dtype:
         differences += _compare_arrays(where, mine_dense, theirs_dense)
+    elif as_policy and mine_dense is not None and theirs_dense is not None:
+        differences += _compare_arrays(where, mine_dense, theirs_dense.astype(np.float16))
     return differences
 
 

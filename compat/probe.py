@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,50 @@ class UserCodeError(Exception):
 PROBE_COLLECTION = "gradcompat_probe_records"
 """Graph collection of the record ops made in a graph: a Session fetches them, so a gradient function whose
 returned gradients do not depend on its record (all None) is still counted when it runs."""
+
+
+class ReturnedUpstreams:
+    """Upstreams captured as symbolic tensors that the enclosing traced function returns, instead of by a
+    `tf.numpy_function` (which XLA cannot compile: "No registered 'PyFunc' OpKernel for XLA_CPU_JIT").
+
+    Only tensors of `graph` itself can be returned; a gradient function built in another graph (a Defun
+    body, a cond branch) is noted in `unobservable` and its probe reports the upstream as not observable.
+    The calls are recorded by `deliver`, with the values the function returned, only once it has run.
+    """
+
+    def __init__(self, graph: Any):
+        self.graph = graph
+        self.tensors: list[tf.Tensor] = []
+        self._pending: list[tuple[Probe, _Site, int]] = []
+
+    def add(self, probe: Probe, site: _Site, tensors: list[tf.Tensor]) -> bool:
+        if any(tensor.graph is not self.graph for tensor in tensors) or tf.compat.v1.get_default_graph() is not self.graph:
+            return False
+        self.tensors += tensors
+        self._pending.append((probe, site, len(tensors)))
+        return True
+
+    def deliver(self, values: Sequence[Any]) -> None:
+        """Record one call per captured gradient-function entry, from the returned values in order."""
+        flat = iter(values)
+        for probe, site, count in self._pending:
+            with probe._lock:
+                probe.calls.append(site.records([_to_numpy(next(flat)) for _ in range(count)]))
+
+
+_returning = threading.local()
+
+
+@contextlib.contextmanager
+def returning_upstreams(graph: Any) -> Iterator[ReturnedUpstreams]:
+    """While tracing into `graph`, capture every probe's upstreams as tensors to return (see ReturnedUpstreams)."""
+    stash = ReturnedUpstreams(graph)
+    previous = getattr(_returning, "stash", None)
+    _returning.stash = stash
+    try:
+        yield stash
+    finally:
+        _returning.stash = previous
 
 
 def user_exception(exc: BaseException) -> bool:
@@ -125,6 +170,8 @@ class Probe:
         # tf.numpy_function holds its Python callable weakly; a Defun body graph is discarded after it is
         # built, so the probe keeps the recorders alive for as long as the variant can run.
         self._recorders: list[Callable[..., np.int64]] = []
+        self.unobservable: str | None = None
+        """Why the upstream could not be captured in this context (the calls are then unknown), or None."""
 
     @property
     def where(self) -> str:
@@ -194,6 +241,12 @@ class Probe:
             return [_after(grad) for grad in grads]
 
     def _record(self, site: _Site, tensors: list[tf.Tensor]) -> tf.Tensor:
+        stash: ReturnedUpstreams | None = getattr(_returning, "stash", None)
+        if stash is not None:
+            if not stash.add(self, site, tensors):
+                self.unobservable = ("the gradient function was built in a nested graph (e.g. a Defun body or a "
+                                     "cond branch) whose tensors the compiled function cannot return")
+            return tf.constant(0, tf.int64)
         def record(*values: np.ndarray) -> np.int64:
             with self._lock:
                 self.calls.append(site.records([_to_numpy(v) for v in values]))

@@ -11,8 +11,10 @@ from typing import Literal
 import numpy as np
 
 UpstreamKind = Literal["none", "dense", "indexed_slices"]
-Status = Literal["ok", "not_called", "unsupported", "error"]
-STATUSES: tuple[Status, ...] = ("ok", "not_called", "unsupported", "error")
+Status = Literal["ok", "not_called", "unsupported", "error", "not_observable"]
+STATUSES: tuple[Status, ...] = ("ok", "not_called", "unsupported", "error", "not_observable")
+"""`not_observable`: the context ran, but gradcompat cannot capture what the gradient function received there
+(e.g. a Defun body under XLA): calls and upstreams are unknown, never guessed; the message says why."""
 
 
 _INTERN_MIN_ELEMENTS = 1024
@@ -112,6 +114,8 @@ class VariantResult:
       input_grads: the gradients TensorFlow computed for each input (dense numpy, or None), whoever made them.
       input_grad_kinds: the form TensorFlow returned each input gradient in: `none`, `dense` or
         `indexed_slices` (its values are in `input_grads`, scattered to the input's shape).
+      upstream_scale: the loss scale every upstream arrived multiplied by (`mixed_precision`); `upstreams`
+        hold the received values divided by it, in the dtype received (float16), so they compare. None: unscaled.
       violations: how the gradient function broke its contract (a gradient of the wrong dtype or shape),
         handed to TensorFlow as returned; `status` says what TensorFlow made of it in this context.
     """
@@ -129,6 +133,7 @@ class VariantResult:
     downstream: str = "sum"
     input_grad_kinds: tuple[str, ...] = ()
     violations: tuple[str, ...] = ()
+    upstream_scale: float | None = None
 
     @property
     def upstream(self) -> tuple[Upstream, ...] | None:
@@ -140,6 +145,8 @@ class VariantResult:
                  f"calls={self.calls}, traces={self.traces}"]
         if self.message:
             lines.append(f"  message: {self.message}")
+        if self.upstream_scale is not None:
+            lines.append(f"  upstreams arrived multiplied by the loss scale {self.upstream_scale:g}; shown divided by it")
         for call_index, call in enumerate(self.upstreams):
             for output_index, upstream in enumerate(call):
                 lines.append(f"  call {call_index} upstream[{output_index}]: {upstream}")

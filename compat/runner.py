@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -13,7 +14,7 @@ from tensorflow.python.framework import ops
 from compat.contexts import CONTEXTS, Case, Outcome
 from compat.downstream import Downstream, as_downstream
 from compat.probe import Probe
-from compat.results import VariantResult
+from compat.results import Upstream, VariantResult, intern_array
 from compat.spec import GradientSpec
 from compat.variants import parse_variant, select
 
@@ -59,9 +60,12 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
                       before_run=probe.reset_calls, variables=tuple(spec.variables))
                  for index, probe in planned]
         outcomes = []
-        for batch in _batches(cases):
+        reason = CONTEXTS[context_name].unavailable()
+        for batch in _batches(cases) if reason is None else ():
             with _scoped_gradient_registrations():
                 outcomes += CONTEXTS[context_name].run(batch)
+        if reason is not None:
+            outcomes = [Outcome(error=ContextUnavailable(reason), phase="build") for _ in cases]
         for (index, probe), outcome in zip(planned, outcomes, strict=True):
             results[probe.variant, index] = to_result(probe, downstreams[index], outcome)
     return [results[variant, index] for variant in chosen for index in range(len(downstreams))]
@@ -106,6 +110,10 @@ def _scoped_gradient_registrations() -> Iterator[None]:
                 del registry[name]
 
 
+class ContextUnavailable(Exception):
+    """A context cannot run in this installation (a package it needs is missing): its cells are unsupported."""
+
+
 def _builder(probe: Probe) -> Callable[[], Any]:
     mechanism, _ = parse_variant(probe.variant)
     return lambda: mechanism.build(probe)
@@ -118,8 +126,10 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
     the cell is `error` with TensorFlow's message; where it accepts it, `ok`, with the violation kept.
     """
     mechanism, context = probe.variant.split("@")
+    scale = outcome.upstream_scale
+    calls = tuple(probe.calls) if scale is None else tuple(tuple(_unscaled(u, scale) for u in call) for call in probe.calls)
     common: dict[str, Any] = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
-                  upstreams=tuple(probe.calls), calls=len(probe.calls), traces=probe.traces,
+                  upstreams=calls, calls=len(probe.calls), traces=probe.traces, upstream_scale=scale,
                   downstream=downstream.name, violations=tuple(probe.violations))
     if probe.error is not None:
         return VariantResult(status="error", message=str(probe.error), **common)
@@ -133,6 +143,11 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
             message = f"{probe.where}: TensorFlow cannot run this combination: {reason}{broken}"
             return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
         return VariantResult(status="error", message=f"{probe.where}: failed at run time: {reason}{broken}", **common)
+    if probe.unobservable is not None:
+        message = (f"{probe.where}: upstream not observable: {probe.unobservable}; calls and upstreams are "
+                   f"unknown here, input_grads are what TensorFlow computed")
+        return VariantResult(status="not_observable", message=message, input_grads=outcome.input_grads or (),
+                             input_grad_kinds=outcome.input_grad_kinds or (), **{**common, "violations": ()})
     if not probe.calls:
         common["violations"] = ()  # built, never run: nothing TensorFlow did depended on it
     grads = outcome.input_grads or ()
@@ -148,6 +163,14 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
         message = (f"{probe.where}: TensorFlow accepted a gradient that breaks the contract: "
                    f"{'; '.join(common['violations'])}")
     return VariantResult(status="ok", message=message, **forms, **common)
+
+
+def _unscaled(upstream: Upstream, scale: float) -> Upstream:
+    """A recorded upstream divided by the loss scale it arrived multiplied by, in the dtype it was received in."""
+    if upstream.value is None:
+        return upstream
+    return dataclasses.replace(upstream, value=intern_array((upstream.value.astype(np.float64) / scale)
+                                                           .astype(upstream.value.dtype)))
 
 
 def _shape_problems(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> tuple[str, ...]:

@@ -9,9 +9,11 @@ VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in CONTEX
 """Every variant name, mechanism-major, in registry order."""
 
 NATIVE_VARIANTS: tuple[str, ...] = tuple(
-    f"{m}@{c}" for m, mechanism in MECHANISMS.items() for c in CONTEXTS if mechanism.is_native(c)
+    f"{m}@{c}" for m, mechanism in MECHANISMS.items() for c, context in CONTEXTS.items()
+    if context.native and mechanism.is_native(c)
 )
-"""Variants where the mechanism is used the way it is documented to work; the others are *cross*."""
+"""Variants where the mechanism is used the way it is documented to work, in a context meant to keep the
+numbers (not mixed precision); the others are *cross*."""
 
 
 def variant_names() -> tuple[str, ...]:
@@ -31,7 +33,7 @@ def parse_variant(variant: str) -> tuple[Mechanism, Context]:
 
 def is_native(variant: str) -> bool:
     mechanism, context = parse_variant(variant)
-    return mechanism.is_native(context.name)
+    return context.native and mechanism.is_native(context.name)
 
 
 def select(variants: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:

@@ -105,6 +105,22 @@ def test_a_different_number_of_calls_or_upstreams_is_a_difference():
     assert ("count", "input_grads") in kinds(compare(fewer_grads, result(upstream=dense([1.0]))))
 
 
+def test_extra_calls_with_only_zero_upstreams_are_zero_calls_not_a_breaking_difference():
+    def calls(*values, variant="v@c"):
+        return VariantResult(spec="s", variant=variant, mechanism="v", context="c", status="ok", calls=len(values),
+                             upstreams=tuple((dense(v),) for v in values), input_grads=(np.ones(3, np.float32),))
+
+    second_order_rerun = calls([1.0, 2.0], [0.0, 0.0])
+    (difference,) = compare(second_order_rerun, calls([1.0, 2.0], variant="r@c"))
+    assert (difference.kind, difference.breaking) == ("zero_calls", False)
+    assert "side effects" in difference.detail and "here" in difference.detail
+    (difference,) = compare(calls([1.0, 2.0], variant="r@c"), second_order_rerun)
+    assert (difference.kind, difference.breaking) == ("zero_calls", False)
+    assert "in the reference" in difference.detail
+    nonzero_extra = compare(calls([1.0, 2.0], [0.0, 3.0]), calls([1.0, 2.0], variant="r@c"))
+    assert [(d.kind, d.breaking) for d in nonzero_extra] == [("calls", True)]
+
+
 def test_indexed_slices_without_dense_shape_compare_without_inventing_one():
     unknown = Upstream("indexed_slices", "float32", (2,), value=np.array([1.0, 2.0], np.float32),
                        indices=np.array([3, 1]), dense_shape=None)

@@ -17,8 +17,13 @@ def seed_report():
                  scenarios=["sum", "weighted", "gather", "unused_output", "second_order"])
 
 
-def test_every_cell_is_a_run_and_native_variants_agree(seed_report):
-    assert seed_report.exit_code == 0, [(c.spec, c.scenario, c.variant, c.differences) for c in seed_report.unexpected]
+def test_every_cell_is_a_run_and_native_variants_agree_but_under_an_outer_tape_second_order(seed_report):
+    # Measured, not a harness bug: a tape outside the tf.function (or wrap_function) calls the custom gradient
+    # again for the second order (2 calls, the second with zero upstreams; the int output's upstream None).
+    unexpected = {(c.spec, c.scenario, c.variant) for c in seed_report.unexpected}
+    assert unexpected == {("multi_output_int", "second_order", f"custom_gradient@{context}")
+                          for context in ("outer_tape", "wrap_function")}
+    assert seed_report.exit_code == 1
     assert seed_report.reference == DEFAULT_REFERENCE
     assert seed_report.tensorflow == tf.__version__
     expected_cells = (5 + 4) * len(compat.VARIANTS)  # unused_output is skipped for the one-output spec
@@ -116,7 +121,8 @@ def test_hostile_specs_are_named_errors_and_the_good_ones_still_run():
     report = check([hostile[0], good, *hostile[1:]], scenarios=["sum", "weighted"])
     assert report.exit_code == 1
     by_spec = {name: [c for c in report.cells if c.spec == name] for name in report.specs}
-    assert all(c.status in ("same", "differs", "not_called", "unsupported") for c in by_spec["scaled_ste"])
+    assert all(c.status in ("same", "differs", "not_called", "unsupported", "not_observable")
+               for c in by_spec["scaled_ste"])
     assert not any(c.unexpected for c in by_spec["scaled_ste"])
     for spec in hostile:
         native = [c for c in by_spec[spec.name] if c.native]

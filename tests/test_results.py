@@ -29,7 +29,7 @@ def test_variant_result_str_shows_status_calls_upstreams_and_grads():
     assert "call 0 upstream[0]: Tensor float32[2]" in text
     assert "input_grad[1]: None" in text
     assert result.upstream is result.upstreams[0]
-    assert set(STATUSES) == {"ok", "not_called", "unsupported", "error"}
+    assert set(STATUSES) == {"ok", "not_called", "unsupported", "error", "not_observable"}
 
 
 def test_equal_large_arrays_are_shared_and_read_only():

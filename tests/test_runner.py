@@ -27,7 +27,7 @@ def seed_runs(seed_spec):
 def test_seed_runs_in_every_variant(seed_runs, downstream):
     results = seed_runs[downstream]
     assert [r.variant for r in results] == list(compat.VARIANTS)
-    assert len(results) == 20
+    assert len(results) == 40
     assert all(r.status in compat.STATUSES for r in results)
     for result in results:
         assert result.variant == f"{result.mechanism}@{result.context}"
@@ -44,7 +44,8 @@ def test_native_variants_receive_the_downstream_gradient(seed_runs, downstream):
         assert result.calls == 1, result
         (upstream,) = result.upstream
         assert upstream.kind == "dense"
-        assert upstream.dtype == "float32"
+        # mixed_precision hands float16 over (values unscaled: they compare)
+        assert upstream.dtype == ("float16" if result.context == "mixed_precision" else "float32")
         np.testing.assert_array_equal(upstream.value, expected_upstream, err_msg=result.variant)
         np.testing.assert_allclose(result.input_grads[0], 0.5 * expected_upstream, err_msg=result.variant)
 
@@ -126,7 +127,7 @@ def test_a_gradient_breaking_its_contract_gets_what_tensorflow_did_per_variant(k
             assert result.violations and kind in " ".join(result.violations), result
             assert "TensorFlow accepted a gradient that breaks the contract" in result.message, result
         else:
-            assert result.status in ("not_called", "unsupported") and not result.violations, result
+            assert result.status in ("not_called", "unsupported", "not_observable") and not result.violations, result
 
 
 def test_tf2_tapes_silently_accept_a_wrong_shape_that_v1_rejects():

@@ -7,16 +7,22 @@ from compat import variants
 
 
 def test_every_mechanism_context_pair_is_a_variant():
-    assert len(compat.VARIANTS) == len(compat.MECHANISMS) * len(compat.CONTEXTS) == 20
+    assert len(compat.VARIANTS) == len(compat.MECHANISMS) * len(compat.CONTEXTS) == 40
     assert compat.variant_names() == compat.VARIANTS
 
 
 def test_native_variants_are_legacy_in_v1_session_and_custom_gradient_everywhere():
     expected = {"defun_grad_func@v1_session", "defun_python_grad_func@v1_session", "override_map@v1_session"}
-    expected |= {f"custom_gradient@{context}" for context in compat.CONTEXTS}
+    expected |= {f"custom_gradient@{name}" for name, context in compat.CONTEXTS.items() if context.native}
     assert set(compat.NATIVE_VARIANTS) == expected
     assert compat.is_native("custom_gradient@function_tape")
     assert not compat.is_native("override_map@eager_tape")
+
+
+def test_a_context_that_changes_the_numbers_by_design_has_no_native_variant():
+    assert not compat.CONTEXTS["mixed_precision"].native
+    assert not compat.is_native("custom_gradient@mixed_precision")
+    assert compat.is_native("custom_gradient@outer_tape")
 
 
 def test_select_globs_and_order():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import importlib.util
 import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -51,6 +52,8 @@ class Outcome:
     error: BaseException | None = None
     phase: Phase | None = None
     input_grad_kinds: tuple[str, ...] | None = None
+    upstream_scale: float | None = None
+    """The factor the context multiplied every upstream by (a mixed-precision loss scale), or None."""
 
 
 def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcome:
@@ -82,6 +85,18 @@ class Context(abc.ABC):
     summary: str
     uses_tape: bool
     """Whether a tf.GradientTape asks for the gradient (tapes ignore gradient_override_map)."""
+    native: bool = True
+    """False for a context that changes the numbers by design (mixed precision): every variant there is
+    *cross*, its differences reported as what the change does, never counted as a migration failure."""
+    requires: tuple[str, ...] = ()
+    """Python packages the context needs beyond TensorFlow (e.g. `keras`)."""
+
+    def unavailable(self) -> str | None:
+        """Why the context cannot run here (a required package is missing), or None."""
+        missing = [name for name in self.requires if importlib.util.find_spec(name) is None]
+        if missing:
+            return f"context `{self.name}` needs {', '.join(missing)}: pip install {' '.join(missing)}"
+        return None
 
     @abc.abstractmethod
     def run(self, cases: Sequence[Case]) -> list[Outcome]:

@@ -15,10 +15,10 @@ class EagerTape(Context):
     uses_tape = True
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
-        return [self._run_one(case) for case in cases]
+        return [self.run_one(case) for case in cases]
 
     @staticmethod
-    def _run_one(case: Case) -> Outcome:
+    def run_one(case: Case) -> Outcome:
         case.before_run()
         try:
             sources = [*(tf.constant(value) for value in case.inputs), *(tf.Variable(v) for v in case.variables)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -12,17 +13,22 @@ from compat.contexts.base import (
     Context,
     Gradients,
     Outcome,
+    Phase,
     grads_outcome,
     input_shape,
     symbolic_gradients,
     tape_gradients,
 )
+from compat.probe import ReturnedUpstreams, returning_upstreams
 
 
 class FunctionContext(Context):
     """Gradients requested inside a `tf.function`; subclasses choose how."""
 
     gradients: Callable[[Case, Sequence[Any]], Gradients]
+    jit_compile = False
+    returns_upstreams = False
+    """Capture upstreams as tensors the function returns (probe.returning_upstreams), not by numpy_function."""
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         outcomes: dict[int, Outcome] = {}
@@ -46,19 +52,27 @@ class FunctionContext(Context):
         gradients = type(self).gradients
         variables = {index: [tf.Variable(value) for value in cases[index].variables] for index in indices}
 
+        stashes: dict[int, ReturnedUpstreams] = {}
+
         def body(*flat_inputs):
-            results = {}
+            graph = tf.compat.v1.get_default_graph()
+            results, returned = {}, {}
             position = 0
             for index in indices:
                 inputs = flat_inputs[position: position + len(cases[index].inputs)]
                 position += len(inputs)
-                try:
-                    results[str(index)] = gradients(cases[index], [*inputs, *variables[index]]).grads
-                except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
-                    outcomes[index] = Outcome(error=exc, phase="build")
-            return results
+                with returning_upstreams(graph) if self.returns_upstreams else contextlib.nullcontext() as stash:
+                    try:
+                        results[str(index)] = gradients(cases[index], [*inputs, *variables[index]]).grads
+                    except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
+                        outcomes[index] = Outcome(error=exc, phase="build")
+                        continue
+                if stash is not None:
+                    stashes[index] = stash
+                    returned[str(index)] = stash.tensors
+            return {"grads": results, "upstreams": returned}
 
-        function = tf.function(body, input_signature=signature, autograph=False)
+        function = tf.function(body, input_signature=signature, autograph=False, jit_compile=self.jit_compile)
         try:
             concrete = function.get_concrete_function()
         except Exception as exc:  # noqa: BLE001
@@ -71,12 +85,19 @@ class FunctionContext(Context):
         except Exception as exc:  # noqa: BLE001
             if len(built) > 1:
                 return outcomes, built
-            outcomes.update({index: Outcome(error=exc, phase="run") for index in built})
+            phase: Phase = "build" if self.refused_at_compile(exc) else "run"
+            outcomes.update({index: Outcome(error=exc, phase=phase) for index in built})
             return outcomes, []
         for index in built:
-            grads = values[str(index)]
-            outcomes[index] = grads_outcome(grads, cases[index].sources)
+            if index in stashes:
+                stashes[index].deliver(values["upstreams"][str(index)])
+            outcomes[index] = grads_outcome(values["grads"][str(index)], cases[index].sources)
         return outcomes, []
+
+
+    def refused_at_compile(self, error: BaseException) -> bool:
+        """Whether a run-time error is the function's compiler refusing what was traced (not a run failure)."""
+        return False
 
 
 class FunctionTape(FunctionContext):

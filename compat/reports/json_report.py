@@ -25,7 +25,7 @@ DEFAULT_MAX_ARRAY_ELEMENTS = 1000
 """Arrays with more elements are summarised (shape, dtype, min/max/mean, first values, sha256), not embedded:
 a report of a 2,000,000-element input would otherwise take gigabytes. `--max_array_elements=0` embeds all."""
 _FIRST_VALUES = 10
-CELL_STATUSES = ("same", "differs", "not_called", "unsupported", "error")
+CELL_STATUSES = ("same", "differs", "not_called", "unsupported", "error", "not_observable")
 
 NONFINITE: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 """How a non-finite float is written: JSON has no NaN or infinity, so they become these strings."""
@@ -137,6 +137,7 @@ def cell_dict(cell: Cell, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) 
         "violations": list(result.violations),
         "calls": result.calls,
         "traces": result.traces,
+        "upstream_scale": result.upstream_scale,
         "message": result.message,
         "upstream": None if result.upstream is None else [upstream_dict(u, limit) for u in result.upstream],
         "input_grads": None if not result.input_grads else [array(grad, limit) for grad in result.input_grads],

@@ -27,6 +27,7 @@ NOT_RUN_WORDS: dict[str, str] = {
     "not_called": "never called (not_called)",
     "unsupported": "unsupported (TensorFlow refuses this combination)",
     "error": "error",
+    "not_observable": "not observable here (gradcompat cannot capture the upstream in this context)",
 }
 
 
@@ -165,7 +166,9 @@ def compact_variants(variants: Sequence[str], all_variants: Sequence[str]) -> st
         elif len(contexts) == 1:
             parts.append(f"{mechanism}@{contexts[0]}")
         else:
-            parts.append(f"{mechanism}@{{{','.join(contexts)}}}")
+            # a long group gets spaces, so a line can break inside it and stay within the table's width
+            separator = ", " if len(contexts) > 5 else ","
+            parts.append(f"{mechanism}@{{{separator.join(contexts)}}}")
     return ", ".join(parts)
 
 

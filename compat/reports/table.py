@@ -17,10 +17,12 @@ if TYPE_CHECKING:
     from compat.checker import Difference
     from compat.matrix import Cell, CheckReport
 
-SYMBOLS: dict[str, str] = {"same": "=", "differs": "≠", "not_called": "∅", "unsupported": "-", "error": "!"}
+SYMBOLS: dict[str, str] = {"same": "=", "differs": "≠", "not_called": "∅", "unsupported": "-", "error": "!",
+                            "not_observable": "?"}
 UNEXPECTED_MARK = "!"
 WORDS: dict[str, str] = {"same": "same", "differs": "differs", "not_called": "not called",
-                         "unsupported": "unsupported", "error": "error"}
+                         "unsupported": "unsupported", "error": "error",
+                         "not_observable": "not observable"}
 
 PITFALL_STATUSES: dict[str, str] = {
     "not_called": "gradient function never called",
@@ -98,7 +100,8 @@ def legend(report: CheckReport) -> list[str]:
         + f" = {report.variants[0]}" if report.variants else "legend: no variants",
         "  * marks a native column (mechanism used as documented); others are cross (legacy in a TF2 context)",
         "  mechanisms: " + ", ".join(f"{short_m[m]} {m}" for m in mechanisms),
-        "  contexts:   " + ", ".join(f"{short_c[c]} {c}" for c in contexts),
+        *textwrap.wrap(", ".join(f"{short_c[c]} {c}" for c in contexts), LINE_LIMIT, initial_indent="  contexts:   ",
+                       subsequent_indent=" " * 14, break_on_hyphens=False),
         f"  symbols:    {symbols}",
         f"              {REPRESENTATION_SYMBOL} {REPRESENTATION_WORDS} (None vs zeros, IndexedSlices vs dense), "
         f"{SYMBOLS['differs']}{UNEXPECTED_MARK} unexpected (native, breaking)",
@@ -118,18 +121,37 @@ def matrix(report: CheckReport, spec: str, dtype: str, only_differences: bool = 
     groups = [[v for v in report.variants if v.split("@")[0] == m] for m in mechanisms]
     width = max([len(short_c[c]) for c in contexts] + [2]) + 2
     first = max([len(r) for r in rows] + [len("scenario")]) + 2
-    top = "".join(short_m[m].ljust(width * len(g) + 1) for m, g in zip(mechanisms, groups, strict=True))
-    sub = " ".join("".join((short_c[v.split("@")[1]] + ("*" if v in natives else "")).ljust(width) for v in g)
-                   for g in groups)
     description = report.descriptions.get(spec)
     title = f"{spec} · {dtype}" + (f": {description}" if description else "")
     if only_differences and not rows:
         return [title, "  every variant agrees with its reference in every scenario"]
-    lines = [title, " " * first + top.rstrip(), "scenario".ljust(first) + sub.rstrip()]
-    for row in rows:
-        marks = " ".join("".join(_symbol(cells.get((row, v))).ljust(width) for v in g) for g in groups)
-        lines.append(row.ljust(first) + marks.rstrip())
+    lines = [title]
+    for block in _blocks(list(zip(mechanisms, groups, strict=True)), first, width):
+        top = "".join(short_m[m].ljust(width * len(g) + 1) for m, g in block)
+        sub = " ".join("".join((short_c[v.split("@")[1]] + ("*" if v in natives else "")).ljust(width) for v in g)
+                       for _, g in block)
+        lines += [" " * first + top.rstrip(), "scenario".ljust(first) + sub.rstrip()]
+        for row in rows:
+            marks = " ".join("".join(_symbol(cells.get((row, v))).ljust(width) for v in g) for _, g in block)
+            lines.append(row.ljust(first) + marks.rstrip())
     return lines
+
+
+LINE_LIMIT = 120
+"""A matrix wider than this (many contexts) is printed as several blocks of whole mechanisms, one under another."""
+
+
+def _blocks(groups: list[tuple[str, list[str]]], first: int, width: int) -> list[list[tuple[str, list[str]]]]:
+    blocks: list[list[tuple[str, list[str]]]] = []
+    used = first
+    for mechanism, group in groups:
+        needed = width * len(group) + 1
+        if not blocks or used + needed > LINE_LIMIT:
+            blocks.append([])
+            used = first
+        blocks[-1].append((mechanism, group))
+        used += needed
+    return blocks
 
 
 @dataclasses.dataclass(frozen=True)

@@ -87,7 +87,8 @@ def _assert_same(compared: Compared, spec: GradientSpec | Sequence[GradientSpec]
     for cell in report.cells:
         if cell.variant not in chosen:
             continue
-        if cell.result.status == "unsupported" and not strict and not ledger.covers(cell.variant, "unsupported"):
+        status = cell.result.status
+        if status in ("unsupported", "not_observable") and not strict and not ledger.covers(cell.variant, status):
             continue
         relevant = _relevant(compared, cell)
         remaining = ledger.accept(cell.variant, cell.result.status, relevant)

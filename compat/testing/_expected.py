@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from compat.checker import Difference, DifferenceKind
 
-STATUS_KINDS = frozenset({"not_called", "unsupported", "error"})
+STATUS_KINDS = frozenset({"not_called", "unsupported", "error", "not_observable"})
 """Expected kinds that name what happened to the whole cell: every difference in such a cell follows from it."""
 
 KINDS: tuple[str, ...] = typing.get_args(DifferenceKind)

@@ -8,6 +8,9 @@ from compat.contexts import CONTEXTS, Case
 from compat.downstream import SUM, Downstream
 
 X = np.array([1.0, -2.0, 3.0], np.float32)
+EXACT = [name for name in CONTEXTS if name != "mixed_precision"]
+"""Contexts that compute these values exactly (mixed_precision overflows them in float16 under its 2**15 loss
+scale, as training would: tests/contexts/test_mixed_precision.py)."""
 
 
 def square_op():
@@ -42,19 +45,22 @@ def failing_at_run_time():
     return lambda x: (checked(x),)
 
 
-@pytest.mark.parametrize("context", list(CONTEXTS))
+@pytest.mark.parametrize("context", EXACT)
 def test_cases_run_together_and_failures_stay_in_their_case(context):
     cases = [Case(square_op, (X,), SUM), Case(failing_build, (X,), SUM), Case(failing_at_run_time, (X,), SUM),
              Case(square_op, (2 * X,), Downstream("times3", lambda y: 3.0 * tf.reduce_sum(y)))]
     outcomes = CONTEXTS[context].run(cases)
     np.testing.assert_array_equal(outcomes[0].input_grads[0], 2 * X)
     assert outcomes[1].phase == "build" and "cannot build this one" in str(outcomes[1].error)
-    assert isinstance(outcomes[2].error, tf.errors.InvalidArgumentError) and outcomes[2].input_grads is None
-    assert outcomes[2].phase == "run"
+    if getattr(CONTEXTS[context], "jit_compile", False):  # XLA compiles tf.debugging.Assert away: nothing fails
+        assert outcomes[2].error is None
+    else:
+        assert isinstance(outcomes[2].error, tf.errors.InvalidArgumentError) and outcomes[2].input_grads is None
+        assert outcomes[2].phase == "run"
     np.testing.assert_array_equal(outcomes[3].input_grads[0], 3 * 2 * (2 * X))
 
 
-@pytest.mark.parametrize("context", list(CONTEXTS))
+@pytest.mark.parametrize("context", EXACT)
 def test_grad_ys_and_second_order(context):
     grad_ys = Downstream("grad_ys", lambda y: y, output_gradients=lambda t: tf.constant([1.0, 10.0, 100.0]))
     second = Downstream("second", lambda y: tf.reduce_sum(y), order=2)
@@ -89,4 +95,6 @@ def test_before_run_is_called_before_every_attempt():
 
 def test_tape_contexts_declare_it():
     assert {name for name, context in CONTEXTS.items() if context.uses_tape} == {"v1_tape", "eager_tape",
-                                                                                 "function_tape"}
+                                                                                 "function_tape", "outer_tape",
+                                                                                 "wrap_function", "xla_tape",
+                                                                                 "mixed_precision"}

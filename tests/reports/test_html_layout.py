@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from compat.reports import render
+from compat.variants import VARIANTS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium on PATH (apt-get install chromium)")
@@ -52,7 +53,7 @@ def test_at_1400_px_the_whole_matrix_fits_beside_the_panel(tmp_path, report):
     assert layout["window_width"] == 1400
     assert layout["page_width"] <= 1400, "the page scrolls sideways"
     assert layout["matrices"]["right"] <= layout["panel"]["left"], "the panel covers the matrix"
-    assert layout["last_column_title"] == "custom_gradient@function_gradients"
+    assert layout["last_column_title"] == VARIANTS[-1]
     assert layout["last_column"]["right"] <= layout["matrices"]["right"], "the custom_gradient columns are cut"
     assert layout["matrices_scroll"] <= layout["matrices_client"]
 

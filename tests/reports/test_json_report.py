@@ -24,7 +24,7 @@ def test_real_report_validates_and_round_trips_cells(report, schema):
     assert [c["status"] for c in data["cells"]] == [c.status for c in report.cells]
     counts = Counter(c.status for c in report.cells)
     assert data["summary"]["by_status"] == {s: counts[s] for s in ("same", "differs", "not_called", "unsupported",
-                                                                   "error")}
+                                                                   "error", "not_observable")}
     assert data["exit_code"] == report.exit_code
     assert data["tensorflow"] == report.tensorflow
     assert [(s["spec"], s["scenario"]) for s in data["skipped"]] == [(s.spec, s.scenario) for s in report.skipped]

@@ -40,7 +40,8 @@ def test_named_variants_unroll_one_test_per_variant_with_readable_names():
     names = unittest.TestLoader().getTestCaseNames(_UserTest)
     assert [n for n in names if n.startswith("test_ste")] == [
         "test_ste_custom_gradient@eager_tape", "test_ste_custom_gradient@function_tape",
-        "test_ste_custom_gradient@v1_tape"]
+        "test_ste_custom_gradient@outer_tape", "test_ste_custom_gradient@v1_tape",
+        "test_ste_custom_gradient@xla_tape"]
     result = _run("test_ste_custom_gradient@eager_tape", "test_ste_custom_gradient@v1_tape")
     assert result.wasSuccessful() and result.testsRun == 2
 
