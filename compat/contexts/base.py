@@ -54,6 +54,9 @@ class Outcome:
     input_grad_kinds: tuple[str, ...] | None = None
     upstream_scale: float | None = None
     """The factor the context multiplied every upstream by (a mixed-precision loss scale), or None."""
+    note: str | None = None
+    """Something the context observed that the cell's message must say (e.g. two ways of differentiating
+    disagreed), or None."""
 
 
 def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcome:
