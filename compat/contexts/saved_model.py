@@ -50,15 +50,15 @@ class SavedModelContext(Context):
     timeout_seconds = 600.0
     """How long the loading process may take for a whole batch before it is killed (its cases are errors)."""
 
+    def __init__(self) -> None:
+        self._loader: LoaderProcess | None = None
+
     def unavailable(self) -> str | None:
         if not sys.executable or not os.access(sys.executable, os.X_OK):
             return f"context `{self.name}` runs the loader in a child Python process; sys.executable is unusable"
         if not os.access(tempfile.gettempdir(), os.W_OK):
             return f"context `{self.name}` saves models under {tempfile.gettempdir()}, which is not writable; set TMPDIR"
         return None
-
-    def __init__(self) -> None:
-        self._loader: LoaderProcess | None = None
 
     def loader_command(self) -> list[str]:
         """The loading process, serving one directory per stdin line (see compat.contexts.saved_model_process)."""
