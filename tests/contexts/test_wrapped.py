@@ -37,4 +37,8 @@ def test_override_map_is_honoured_when_the_forward_is_a_function_but_defun_grad_
         assert results[mechanism].status == "ok" and results[mechanism].calls == 1
         np.testing.assert_array_equal(results[mechanism].upstream[0].value, [2.0, 2.0, 2.0])
         np.testing.assert_array_equal(results[mechanism].input_grads[0], [1.0, 1.0, 1.0])
-    assert results["defun_grad_func"].status == "not_called"
+    defun = results["defun_grad_func"]
+    # Measured: TF 2.21 differentiates the Defun's body instead (never calls grad_func); TF 2.12 refuses the
+    # outer tape's gradient of the function ("No gradient defined for op"). Neither calls it.
+    assert defun.status == "not_called" or (
+        defun.status == "unsupported" and "No gradient defined for op" in defun.message), defun.message
