@@ -26,7 +26,9 @@ def contexts_table(report: CheckReport, spec: str = "ste") -> str:
             verdicts = Counter(verdict(by_key.get((s, f"{mechanism}@{context}"))) for s in scenarios)
             verdicts.pop("", None)
             rows.append([f"`{context}`", label, ", ".join(f"{n} {v}" for v, n in verdicts.most_common())])
-    return markdown_table(["context", "mechanism", f"verdicts over the {len(scenarios)} scenarios"], rows)
+    release = ".".join(report.tensorflow.split(".")[:2])
+    return markdown_table(["context", "mechanism", f"verdicts over the {len(scenarios)} scenarios (TensorFlow {release})"],
+                          rows)
 
 
 def contexts_facts(report: CheckReport, spec: str = "ste") -> str:
