@@ -368,7 +368,7 @@ def run_mixed_precision(cases: Sequence[BaselineCase], out: Grads) -> None:
 
 
 _SAVED_LOADER = """
-import json, sys
+import contextlib, json, sys
 import numpy as np, tensorflow as tf
 directory = sys.argv[1]
 manifest = json.load(open(directory + "/cases.json"))
@@ -381,8 +381,9 @@ for index, order, grad_ys in manifest["cases"]:
     inputs = [tf.constant(v.numpy()) for v in getattr(module, f"inputs_{index}")]
     sources = [*inputs, *variables]
     try:
-        with tf.GradientTape() as outer:
-            outer.watch(sources)
+        with tf.GradientTape() if order == 2 else contextlib.nullcontext() as outer:
+            if order == 2:
+                outer.watch(sources)
             with tf.GradientTape() as tape:
                 tape.watch(sources)
                 target = loss(*forward(*inputs))

@@ -1,10 +1,11 @@
 """The SavedModel loading process: load saved cases in a fresh interpreter and differentiate each there.
 
-Run by the `saved_model` contexts as `python -m compat.contexts.saved_model_loader DIRECTORY`; the user's
-gradient code is never imported here, only what `tf.saved_model.save` wrote. DIRECTORY holds `manifest.json`
-(each saved group and its cases' inputs) and receives `result.json`: per case and per differentiation mode
-(`tape`: an eager tf.GradientTape, `gradients`: tf.gradients inside a tf.function) the input gradients or the
-exception, and the upstream log entries the saved gradient functions appended.
+Run by the `saved_model` contexts as `python -m compat.contexts.saved_model_loader --serve` (one DIRECTORY per
+stdin line, `done` on stdout after each) or with one DIRECTORY argument. The user's gradient code is never
+imported here, only what `tf.saved_model.save` wrote. DIRECTORY holds `manifest.json` (each saved group and its
+cases' inputs) and receives `result.json`: per case and per differentiation mode (`tape`: an eager
+tf.GradientTape per case, `gradients`: tf.gradients for the whole group in one tf.function) the input gradients
+or the exception, and the upstream log entries the saved gradient functions appended.
 """
 
 from __future__ import annotations
