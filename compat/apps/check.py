@@ -154,7 +154,7 @@ def _run_check() -> CheckReport:
     try:
         from compat.catalogue import CATALOGUE
 
-        specs = load_specs(SPECS.value) if SPECS.value else [factory() for factory in CATALOGUE.values()]
+        specs = load_specs(SPECS.value or list(CATALOGUE))
     except SpecLoadError as exc:
         raise _usage_error(str(exc)) from None
     scenarios: list[str | Scenario] | None = list(SCENARIOS.value) if SCENARIOS.value else None

@@ -8,13 +8,15 @@ from compat.contexts.function import FunctionGradients, FunctionTape
 from compat.contexts.graph_session import V1Session, V1Tape
 from compat.contexts.mirrored import MirroredTape, MirroredV1
 from compat.contexts.mixed_precision import MixedPrecision
+from compat.contexts.multi_worker import MultiWorker
 from compat.contexts.wrapped import OuterTape, WrapFunction
 from compat.contexts.xla import XlaGradients, XlaTape
 
 CONTEXTS: dict[str, Context] = {
     context.name: context
     for context in (V1Session(), V1Tape(), EagerTape(), FunctionTape(), FunctionGradients(), OuterTape(),
-                    WrapFunction(), XlaTape(), XlaGradients(), MixedPrecision(), MirroredTape(), MirroredV1())
+                    WrapFunction(), XlaTape(), XlaGradients(), MixedPrecision(), MirroredTape(), MirroredV1(),
+                    MultiWorker())
 }
 """Every context; those with `opt_in` (the distributed ones) are left out of the default variants."""
 
