@@ -22,7 +22,7 @@ def check_names(specs: Sequence[str] | None, scenarios: Sequence[str] | None, va
     from compat.contexts import CONTEXTS
     from compat.mechanisms import MECHANISMS
     from compat.scenarios import SCENARIOS
-    from compat.variants import VARIANTS
+    from compat.variants import ALL_VARIANTS as VARIANTS
 
     for spec in specs or ():
         name = spec.strip()
