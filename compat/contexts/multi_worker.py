@@ -80,7 +80,7 @@ def _merge(case: Case, records: list[dict[str, Any]]) -> Outcome:
     errors = [record["error"] for record in records if "error" in record]
     if errors or probe.error is not None or any("runs" not in record for record in records):
         name, message, phase = errors[0] if errors else ("WorkerError", "a worker failed", "run")
-        return Outcome(error=_exception(name, message), phase=phase)
+        return Outcome(error=_exception(name, message), phase="build" if phase == "build" else "run")
     runs: dict[Scaling, RunValues] = {}
     for scaling in SCALINGS:
         parts = [record["runs"][scaling] for record in records]
