@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
-from compat.contexts import CONTEXTS, Case, Outcome
+from compat.contexts import ALL_CONTEXTS, Case, Outcome
 from compat.contexts.mirrored import NotShardable
 from compat.downstream import Downstream, as_downstream
 from compat.probe import Probe
@@ -61,10 +61,10 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
                       before_run=probe.reset_calls, variables=tuple(spec.variables), probe=probe)
                  for index, probe in planned]
         outcomes = []
-        reason = CONTEXTS[context_name].unavailable()
+        reason = ALL_CONTEXTS[context_name].unavailable()
         for batch in _batches(cases) if reason is None else ():
             with _scoped_gradient_registrations():
-                outcomes += CONTEXTS[context_name].run(batch)
+                outcomes += ALL_CONTEXTS[context_name].run(batch)
         if reason is not None:
             outcomes = [Outcome(error=ContextUnavailable(reason), phase="build") for _ in cases]
         for (index, probe), outcome in zip(planned, outcomes, strict=True):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from compat.contexts import CONTEXTS, Context
+from compat.contexts import ALL_CONTEXTS, CONTEXTS, Context
 from compat.mechanisms import MECHANISMS, Mechanism
 
-ALL_VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in CONTEXTS)
+ALL_VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in ALL_CONTEXTS)
 """Every variant name, mechanism-major, in registry order, opt-in contexts included."""
 
-VARIANTS: tuple[str, ...] = tuple(v for v in ALL_VARIANTS if not CONTEXTS[v.split("@")[1]].opt_in)
+VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in CONTEXTS)
 """The default variants: every mechanism in every context but the opt-in (distributed) ones."""
 
 DISTRIBUTED_VARIANTS: tuple[str, ...] = tuple(v for v in ALL_VARIANTS if v not in VARIANTS)
@@ -29,12 +29,12 @@ def variant_names() -> tuple[str, ...]:
 def parse_variant(variant: str) -> tuple[Mechanism, Context]:
     """The mechanism and context of `mechanism@context`; a ValueError lists the valid names otherwise."""
     mechanism_name, at, context_name = variant.partition("@")
-    if not at or mechanism_name not in MECHANISMS or context_name not in CONTEXTS:
+    if not at or mechanism_name not in MECHANISMS or context_name not in ALL_CONTEXTS:
         raise ValueError(
             f"unknown variant {variant!r}: a variant is MECHANISM@CONTEXT with MECHANISM one of "
-            f"{sorted(MECHANISMS)} and CONTEXT one of {sorted(CONTEXTS)}, e.g. 'custom_gradient@eager_tape'"
+            f"{sorted(MECHANISMS)} and CONTEXT one of {sorted(ALL_CONTEXTS)}, e.g. 'custom_gradient@eager_tape'"
         )
-    return MECHANISMS[mechanism_name], CONTEXTS[context_name]
+    return MECHANISMS[mechanism_name], ALL_CONTEXTS[context_name]
 
 
 def is_native(variant: str) -> bool:
