@@ -244,7 +244,7 @@ def test_tensorflow_refusing_at_run_time_is_unsupported_not_a_user_error():
 
 
 def test_a_context_that_fails_itself_makes_error_cells_for_its_variants_only(seed_spec, monkeypatch):
-    from compat.contexts import CONTEXTS
+    from compat.contexts import ALL_CONTEXTS as CONTEXTS
 
     class Broken(type(CONTEXTS["eager_tape"])):
         def run(self, cases):

@@ -67,6 +67,7 @@ class LoggedUpstreams:
         for probe, call in self.parse(entries):
             with probe._lock:
                 probe.calls.append(call)
+                probe.call_replicas.append(None)
 
 
 def loader_notes(tape: Outcome, gradients: Outcome, tape_calls: Sequence[Call],
