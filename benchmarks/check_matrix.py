@@ -24,12 +24,15 @@ import dataclasses
 import gc
 import io
 import itertools
+import json
 import os
 import pstats
 import re
 import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -364,6 +367,103 @@ def run_mixed_precision(cases: Sequence[BaselineCase], out: Grads) -> None:
             scale /= 2.0
 
 
+_SAVED_LOADER = """
+import contextlib, json, sys
+import numpy as np, tensorflow as tf
+directory = sys.argv[1]
+manifest = json.load(open(directory + "/cases.json"))
+modules = [tf.saved_model.load(directory + "/" + name) for name in manifest["models"]]
+out = {}
+for index, order, grad_ys in manifest["cases"]:
+    module = next(m for m in modules if hasattr(m, f"forward_{index}"))
+    forward, loss = getattr(module, f"forward_{index}"), getattr(module, f"loss_{index}")
+    variables = list(getattr(module, f"variables_{index}"))
+    inputs = [tf.constant(v.numpy()) for v in getattr(module, f"inputs_{index}")]
+    sources = [*inputs, *variables]
+    try:
+        with tf.GradientTape() if order == 2 else contextlib.nullcontext() as outer:
+            if order == 2:
+                outer.watch(sources)
+            with tf.GradientTape() as tape:
+                tape.watch(sources)
+                target = loss(*forward(*inputs))
+            seed = getattr(module, f"grad_ys_{index}")(target) if grad_ys else None
+            grads = tape.gradient(target, sources, output_gradients=seed)
+            if order == 2:
+                terms = [tf.reduce_sum(tf.cast(tf.convert_to_tensor(g), tf.float32)) for g in grads if g is not None]
+        if order == 2:
+            grads = outer.gradient(tf.add_n(terms), sources) if terms else [None] * len(sources)
+    except Exception:  # TensorFlow refuses this case (a gradient lost in the round trip): skip it
+        continue
+    for position, grad in enumerate(grads):
+        if grad is not None:
+            out[f"{index}_{position}"] = tf.cast(tf.convert_to_tensor(grad), tf.float64).numpy()
+    out[f"{index}_n"] = np.array(len(grads))
+np.savez(directory + "/grads.npz", **out)
+"""
+
+
+def _saved_case(case: BaselineCase) -> dict[str, Any]:
+    """What one case saves: its forward, loss and grad_ys as tf.functions, its variables and its inputs."""
+    op, variables = case.op(), [tf.Variable(v) for v in case.variables]
+    signature = [tf.TensorSpec(_shape(v, case.downstream), tf.as_dtype(v.dtype)) for v in case.inputs]
+    forward = tf.function(lambda *xs: tuple(op(*xs, *variables)), input_signature=signature, autograph=False)
+    outputs = tf.nest.flatten(forward.get_concrete_function().structured_outputs)
+    loss = tf.function(case.downstream.loss, input_signature=[tf.TensorSpec(o.shape, o.dtype) for o in outputs],
+                       autograph=False)
+    target = loss.get_concrete_function().structured_outputs
+    saved = {"forward": forward, "loss": loss, "variables": variables,
+             "inputs": [tf.Variable(v, trainable=False) for v in case.inputs]}
+    if case.downstream.output_gradients is not None:
+        saved["grad_ys"] = tf.function(case.downstream.output_gradients, autograph=False,
+                                       input_signature=[tf.TensorSpec(target.shape, target.dtype)])
+    return saved
+
+
+def _save(traced: dict[int, dict[str, Any]], indices: list[int], path: str, custom_gradients: bool) -> list[int]:
+    """Save `indices` in one tf.Module at `path`; where TensorFlow refuses, halve them (as the harness does).
+    Returns the indices saved; each half that saves goes to its own path."""
+    module = tf.Module()
+    for index in indices:
+        for name, value in traced[index].items():
+            setattr(module, f"{name}_{index}", value)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            tf.saved_model.save(module, path, options=tf.saved_model.SaveOptions(
+                experimental_custom_gradients=custom_gradients))
+        return indices
+    except Exception:  # noqa: BLE001 - e.g. a registered gradient TensorFlow cannot trace
+        if len(indices) == 1:
+            return []
+        middle = len(indices) // 2
+        return [*_save(traced, indices[:middle], path + "a", custom_gradients),
+                *_save(traced, indices[middle:], path + "b", custom_gradients)]
+
+
+def run_saved(cases: Sequence[BaselineCase], out: Grads, custom_gradients: bool) -> None:
+    """Every case's forward and loss saved with tf.saved_model.save, loaded by one fresh Python process that
+    takes each gradient with an eager tape (nested for second order)."""
+    traced = {}
+    for index, case in enumerate(cases):
+        with contextlib.suppress(Exception):  # TensorFlow refuses to trace this combination: skip it
+            traced[index] = _saved_case(case)
+    with tempfile.TemporaryDirectory() as directory:
+        saved = _save(traced, list(traced), f"{directory}/model_", custom_gradients)
+        models = sorted(p.name for p in Path(directory).iterdir())
+        manifest = [(index, cases[index].downstream.order, "grad_ys" in traced[index]) for index in saved]
+        Path(f"{directory}/cases.json").write_text(json.dumps({"models": models, "cases": manifest}))
+        subprocess.run([sys.executable, "-c", _SAVED_LOADER, directory], check=True, capture_output=True,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        with np.load(f"{directory}/grads.npz") as grads:
+            for index, _, _ in manifest:
+                if f"{index}_n" in grads:
+                    out[cases[index].key] = [grads[f"{index}_{p}"] if f"{index}_{p}" in grads else None
+                                             for p in range(int(grads[f"{index}_n"]))]
+
+
+SAVED_CONTEXTS = ("saved_model", "saved_model_stripped")
+"""Run once over every plan's cases (one save, one loading process), as a user loads all models at once."""
+
 BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = {
     "v1_session": lambda cases, out: run_graph(cases, gradients_fn(tf.compat.v1.gradients), out),
     "v1_tape": lambda cases, out: run_graph(cases, tape_fn, out),
@@ -376,6 +476,8 @@ BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = 
     "xla_tape": lambda cases, out: run_function(cases, tape_fn, out, jit_compile=True),
     "xla_gradients": lambda cases, out: run_function(cases, gradients_fn(tf.gradients), out, jit_compile=True),
     "mixed_precision": run_mixed_precision,
+    "saved_model": lambda cases, out: run_saved(cases, out, custom_gradients=True),
+    "saved_model_stripped": lambda cases, out: run_saved(cases, out, custom_gradients=False),
 }
 
 
@@ -406,13 +508,19 @@ def plan(dtypes: Sequence[str]) -> list[Plan]:
 
 def run_baseline(plans: Sequence[Plan]) -> Grads:
     out: Grads = {}
+    deferred: dict[str, list[BaselineCase]] = {context: [] for context in SAVED_CONTEXTS}
     for p in plans:
         for context, run_context in BASELINE_CONTEXTS.items():
             cases = [BaselineCase((p.spec.name, d.name, p.dtype, f"{mechanism}@{context}"),
                                   lambda b=build, p=p: b(p.spec, p.output_dtypes), p.spec.example_inputs,
                                   p.spec.variables, d)
                      for mechanism, build in BASELINE_MECHANISMS.items() for d in p.downstreams]
-            run_context(cases, out)
+            if context in deferred:
+                deferred[context] += cases
+            else:
+                run_context(cases, out)
+    for context, cases in deferred.items():
+        BASELINE_CONTEXTS[context](cases, out)
     return out
 
 

@@ -61,6 +61,9 @@ class Outcome:
     """A distributed context's per-replica records (both loss scalings); `input_grads` are then reduced."""
     scaled_input_grads: tuple[np.ndarray | None, ...] = ()
     global_batch: int | None = None
+    note: str | None = None
+    """Something the context observed that the cell's message must say (e.g. two ways of differentiating
+    disagreed), or None."""
 
 
 def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcome:
