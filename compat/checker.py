@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Literal, cast
+from typing import Literal, TypeGuard, cast
 
 import numpy as np
 
@@ -173,7 +173,7 @@ def _compare_upstream(where: str, mine: Upstream, theirs: Upstream, mixed: bool 
     return differences
 
 
-def _integer_zeros(value: np.ndarray | None) -> bool:
+def _integer_zeros(value: np.ndarray | None) -> TypeGuard[np.ndarray]:
     return value is not None and value.dtype.kind in "iub" and not np.any(value)
 
 
