@@ -57,7 +57,7 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
     results: dict[tuple[str, int], VariantResult] = {}
     for context_name, planned in by_context.items():
         cases = [Case(build=_builder(probe), inputs=tuple(spec.example_inputs), downstream=downstreams[index],
-                      before_run=probe.reset_calls, variables=tuple(spec.variables))
+                      before_run=probe.reset_calls, variables=tuple(spec.variables), group=probe.variant)
                  for index, probe in planned]
         outcomes = []
         reason = CONTEXTS[context_name].unavailable()

@@ -28,7 +28,8 @@ class Case:
     the inputs, then the variables.
 
     `before_run` is called before each attempt to run the case (a context may retry a case alone after a
-    batched run failed), so run-time records start afresh.
+    batched run failed), so run-time records start afresh. Cases of one `group` (one variant) tend to fail
+    alike, so a context that must find the failing cases of a batch splits it by group first.
     """
 
     build: Callable[[], BuiltOp]
@@ -36,6 +37,7 @@ class Case:
     downstream: Downstream
     before_run: Callable[[], None] = lambda: None
     variables: tuple[np.ndarray, ...] = ()
+    group: str = ""
 
     @property
     def sources(self) -> tuple[np.ndarray, ...]:
