@@ -561,12 +561,12 @@ def compare_reports(one: Path, many: Path) -> tuple[bool, str]:
 
 def main(argv: Sequence[str]) -> int:
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments {argv[1:]}; this benchmark takes only flags (see --help)")
+        raise app.UsageError(f"unexpected arguments {argv[1:]}; this benchmark takes only flags (see --help)", exitcode=2)
     dtypes, names, scenarios = _DTYPES.value, _SPECS.value or list(CATALOGUE), _SCENARIOS.value or list(SCENARIOS)
     for what, given, known in (("dtype", dtypes, DTYPES), ("spec", names, CATALOGUE), ("scenario", scenarios, SCENARIOS)):
         unknown = [name for name in given if name not in known]
         if unknown:
-            raise app.UsageError(f"unknown {what}(s) {unknown}; choose from {list(known)}")
+            raise app.UsageError(f"unknown {what}(s) {unknown}; choose from {list(known)}", exitcode=2)
     # The baseline is written per mechanism and context: a new one in compat must be added here too.
     missing = [name for name in (*MECHANISMS, *CONTEXTS) if name not in (*BASELINE_MECHANISMS, *BASELINE_CONTEXTS)]
     if missing:
