@@ -11,9 +11,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
-from compat.contexts import CONTEXTS, Case, Outcome
+from compat.contexts import ALL_CONTEXTS, Case, Outcome
+from compat.contexts.mirrored import NotShardable
 from compat.downstream import Downstream, as_downstream
-from compat.probe import Probe
+from compat.probe import Probe, UserCodeError, describe_exception
 from compat.results import Upstream, VariantResult, intern_array
 from compat.spec import GradientSpec
 from compat.variants import parse_variant, select
@@ -57,13 +58,12 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
     results: dict[tuple[str, int], VariantResult] = {}
     for context_name, planned in by_context.items():
         cases = [Case(build=_builder(probe), inputs=tuple(spec.example_inputs), downstream=downstreams[index],
-                      before_run=probe.reset_calls, variables=tuple(spec.variables), group=probe.variant)
+                      before_run=probe.reset_calls, variables=tuple(spec.variables), probe=probe)
                  for index, probe in planned]
         outcomes = []
-        reason = CONTEXTS[context_name].unavailable()
+        reason = ALL_CONTEXTS[context_name].unavailable()
         for batch in _batches(cases) if reason is None else ():
-            with _scoped_gradient_registrations():
-                outcomes += CONTEXTS[context_name].run(batch)
+            outcomes += _run_batch(context_name, batch)
         if reason is not None:
             outcomes = [Outcome(error=ContextUnavailable(reason), phase="build") for _ in cases]
         for (index, probe), outcome in zip(planned, outcomes, strict=True):
@@ -110,6 +110,24 @@ def _scoped_gradient_registrations() -> Iterator[None]:
                 del registry[name]
 
 
+def _run_batch(context_name: str, batch: list[Case]) -> list[Outcome]:
+    """The context's outcomes for `batch`; if the context itself fails (a TensorFlow or Keras release it does not
+    support, a gradcompat bug), every case of the batch is an error naming it, and other contexts still run."""
+    try:
+        with _scoped_gradient_registrations():
+            return list(ALL_CONTEXTS[context_name].run(batch))
+    except UserCodeError:
+        raise  # the spec is broken in every context: compat.matrix reports it once
+    except Exception as exc:  # noqa: BLE001
+        failure = ContextFailed(f"context `{context_name}` failed with TensorFlow {tf.__version__}: "
+                                f"{describe_exception(exc)}")
+        return [Outcome(error=failure, phase="build") for _ in batch]
+
+
+class ContextFailed(Exception):
+    """A context raised instead of returning outcomes: its cells are errors that name it."""
+
+
 class ContextUnavailable(Exception):
     """A context cannot run in this installation (a package it needs is missing): its cells are unsupported."""
 
@@ -130,15 +148,21 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
     calls = tuple(probe.calls) if scale is None else tuple(tuple(_unscaled(u, scale) for u in call) for call in probe.calls)
     common: dict[str, Any] = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
                   upstreams=calls, calls=len(probe.calls), traces=probe.traces, upstream_scale=scale,
-                  downstream=downstream.name, violations=tuple(probe.violations))
+                  downstream=downstream.name, violations=tuple(probe.violations), replicas=outcome.replicas,
+                  scaled_input_grads=outcome.scaled_input_grads, global_batch=outcome.global_batch)
     if probe.error is not None:
         return VariantResult(status="error", message=str(probe.error), **common)
+    if isinstance(outcome.error, ContextFailed):
+        return VariantResult(status="error", message=f"{probe.where}: {outcome.error}", **common)
     if outcome.error is not None:
         reason = _tensorflow_message(outcome.error)
         broken = f"; the gradient function broke its contract: {'; '.join(probe.violations)}" if probe.violations else ""
         if broken and isinstance(outcome.error, _REJECTIONS):
             message = f"{probe.where}: TensorFlow rejected the gradient ({reason}){broken}"
             return VariantResult(status="error", message=message, **common)
+        if isinstance(outcome.error, NotShardable):
+            message = f"{probe.where}: not run: {outcome.error}"
+            return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
         if outcome.phase == "build" or isinstance(outcome.error, _REFUSALS):
             message = f"{probe.where}: TensorFlow cannot run this combination: {reason}{broken}"
             return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})

@@ -238,3 +238,19 @@ def test_tensorflow_refusing_at_run_time_is_unsupported_not_a_user_error():
     (result,) = compat.run(CATALOGUE["dorefa_round"](), variants="defun_grad_func@function_gradients")
     assert result.status == "unsupported", result
     assert "NotFoundError" in result.message and "cannot run this combination" in result.message
+
+
+def test_a_context_that_fails_itself_makes_error_cells_for_its_variants_only(seed_spec, monkeypatch):
+    from compat.contexts import ALL_CONTEXTS as CONTEXTS
+
+    class Broken(type(CONTEXTS["eager_tape"])):
+        def run(self, cases):
+            raise AttributeError("module 'keras.optimizers' has no attribute 'LossScaleOptimizer'")
+
+    monkeypatch.setitem(CONTEXTS, "eager_tape", Broken())
+    results = {r.variant: r for r in compat.run(seed_spec(), variants=["custom_gradient@*"])}
+    broken = results["custom_gradient@eager_tape"]
+    assert broken.status == "error"
+    assert "context `eager_tape` failed with TensorFlow" in broken.message and "LossScaleOptimizer" in broken.message
+    assert all(r.status == "ok" for v, r in results.items() if v not in ("custom_gradient@eager_tape",)
+               and r.context not in ("mixed_precision",)), {v: r.message for v, r in results.items()}

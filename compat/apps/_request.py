@@ -32,7 +32,7 @@ class CheckRequest:
         from compat.loading import load_specs
         from compat.scenarios import loss_scenario
 
-        specs = load_specs(self.specs) if self.specs else [factory() for factory in CATALOGUE.values()]
+        specs = load_specs(self.specs or list(CATALOGUE))
         scenarios: list[str | Scenario] | None = list(self.scenarios) if self.scenarios else None
         if not self.loss:
             if scenarios and LOSS_SCENARIO in scenarios:

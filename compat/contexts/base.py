@@ -14,7 +14,8 @@ import tensorflow as tf
 
 from compat.downstream import Downstream
 from compat.mechanisms.base import BuiltOp
-from compat.results import intern_array
+from compat.probe import Probe
+from compat.results import ReplicaRecord, intern_array
 
 Phase = Literal["build", "run"]
 
@@ -28,8 +29,10 @@ class Case:
     the inputs, then the variables.
 
     `before_run` is called before each attempt to run the case (a context may retry a case alone after a
-    batched run failed), so run-time records start afresh. Cases of one `group` (one variant) tend to fail
-    alike, so a context that must find the failing cases of a batch splits it by group first.
+    batched run failed), so run-time records start afresh. `probe` records the gradient function's calls
+    (a distributed context reads them between its runs, each worker's own records included). Cases of one
+    probe's variant tend to fail alike, so a context that must find the failing cases of a batch splits it by
+    variant first.
     """
 
     build: Callable[[], BuiltOp]
@@ -37,7 +40,7 @@ class Case:
     downstream: Downstream
     before_run: Callable[[], None] = lambda: None
     variables: tuple[np.ndarray, ...] = ()
-    group: str = ""
+    probe: Probe | None = None
 
     @property
     def sources(self) -> tuple[np.ndarray, ...]:
@@ -56,6 +59,10 @@ class Outcome:
     input_grad_kinds: tuple[str, ...] | None = None
     upstream_scale: float | None = None
     """The factor the context multiplied every upstream by (a mixed-precision loss scale), or None."""
+    replicas: tuple[ReplicaRecord, ...] = ()
+    """A distributed context's per-replica records (both loss scalings); `input_grads` are then reduced."""
+    scaled_input_grads: tuple[np.ndarray | None, ...] = ()
+    global_batch: int | None = None
 
 
 def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcome:
@@ -92,6 +99,9 @@ class Context(abc.ABC):
     *cross*, its differences reported as what the change does, never counted as a migration failure."""
     requires: tuple[str, ...] = ()
     """Python packages the context needs beyond TensorFlow (e.g. `keras`)."""
+    opt_in: bool = False
+    """True for a context left out of the default variants (`compat.VARIANTS`): it runs only when named
+    (`--variants='*@mirrored_tape'`), because it multiplies a run's time."""
 
     def unavailable(self) -> str | None:
         """Why the context cannot run here (a required package is missing), or None."""

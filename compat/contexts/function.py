@@ -40,13 +40,14 @@ class FunctionContext(Context):
         """Find the failing cases of `failed`, several cases whose run in one trace failed, each case's outcome
         coming from a run of its own trace.
 
-        Cases of one group (one variant) tend to fail alike: a batch of several groups is split into its
-        groups; one group is halved, and when both halves fail too, failures are dense there and each case
-        runs alone (bisecting a group where every case fails would trace it about twice per case).
+        Cases of one variant tend to fail alike: a batch of several variants is split into its variants; one
+        variant is halved, and when both halves fail too, failures are dense there and each case
+        runs alone (bisecting a variant where every case fails would trace it about twice per case).
         """
         groups: dict[str, list[int]] = {}
         for index in failed:
-            groups.setdefault(cases[index].group, []).append(index)
+            probe = cases[index].probe
+            groups.setdefault(probe.variant if probe is not None else "", []).append(index)
         middle = len(failed) // 2
         parts = list(groups.values()) if len(groups) > 1 else [failed[:middle], failed[middle:]]
         still_failing = []
