@@ -540,7 +540,7 @@ def _numbers_masked(value: Any) -> Any:
     """`value` with every number in its strings masked; a message cut at its length limit ("...") is kept to
     its first 300 characters, since numbers of another length move the cut."""
     if isinstance(value, str):
-        masked = _NUMBERED.sub("#", value)
+        masked = _NUMBERED.sub("#", re.sub(r"_\d+\b", "", value))  # Keras: `op_layer`, then `op_layer_1`
         return masked[:300] if value.endswith("...") else masked
     if isinstance(value, dict):
         return {key: _numbers_masked(item) for key, item in value.items()}
