@@ -2,9 +2,11 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from absl import app
@@ -254,3 +256,33 @@ def test_quiet_prints_only_the_verdict_and_unexpected_cells(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.splitlines() == ["Unexpected differences in native variants", "  none", "",
                                 "OK: every native variant agrees with defun_grad_func@v1_session"]
+
+
+def test_ctrl_c_kills_every_worker_and_exits_130(tmp_path):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    run = subprocess.Popen([sys.executable, "-m", "compat.apps.check", "--jobs=2", "--format=json"], cwd=tmp_path,
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    group = run.pid  # the app leads its own process group, as a shell's foreground job does
+    deadline = time.monotonic() + 120
+    while len(_processes_in(group)) < 3 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)  # until the workers have started
+    assert len(_processes_in(group)) >= 3, "the workers never started"
+    os.killpg(group, signal.SIGINT)  # Ctrl-C reaches every process of the terminal's foreground group
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "compat-check: interrupted" and out == ""
+    while _processes_in(group) and time.monotonic() < deadline:
+        time.sleep(0.2)  # multiprocessing's resource tracker leaves once the app is gone
+    assert not _processes_in(group)
+
+
+def _processes_in(group):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == group and "Z" not in open(f"/proc/{entry}/stat").read().split(")")[1][:3]:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
