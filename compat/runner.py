@@ -130,6 +130,7 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
     calls = tuple(probe.calls) if scale is None else tuple(tuple(_unscaled(u, scale) for u in call) for call in probe.calls)
     common: dict[str, Any] = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
                   upstreams=calls, calls=len(probe.calls), traces=probe.traces, upstream_scale=scale,
+                  compute_dtype=outcome.compute_dtype,
                   downstream=downstream.name, violations=tuple(probe.violations))
     if probe.error is not None:
         return VariantResult(status="error", message=str(probe.error), **common)

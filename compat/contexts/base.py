@@ -53,7 +53,10 @@ class Outcome:
     phase: Phase | None = None
     input_grad_kinds: tuple[str, ...] | None = None
     upstream_scale: float | None = None
-    """The factor the context multiplied every upstream by (a mixed-precision loss scale), or None."""
+    """The factor the context multiplied every upstream by (a mixed-precision loss scale, Keras' mean over the
+    batch), or None."""
+    compute_dtype: str | None = None
+    """The float dtype the context computes in by design (`float16` under a mixed-precision policy), or None."""
 
 
 def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcome:
