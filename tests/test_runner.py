@@ -202,6 +202,9 @@ def test_run_accepts_a_downstream_and_variant_globs(seed_spec):
     assert [r.context for r in results] == list(compat.CONTEXTS)
     for result in results:
         assert result.downstream == "grad_ys"
+        if result.context == "keras_fit":  # model.fit differentiates its scalar loss: no grad_ys to pass
+            assert result.status == "unsupported" and "grad_ys" in result.message
+            continue
         np.testing.assert_array_equal(result.upstream[0].value, [3.0, 3.0, 3.0])
 
 

@@ -214,8 +214,9 @@ def _cases_model_class() -> type:
                 if index in batch.failures:
                     continue
                 try:
-                    op = batch.ops[index] if index in batch.ops else batch.ops.setdefault(index, batch.cases[index].build())
-                    target = batch.cases[index].downstream.loss(*op(*batch.sources(index)))
+                    if index not in batch.ops:  # tf.keras 2 traces the step twice: one op, built once
+                        batch.ops[index] = batch.cases[index].build()
+                    target = batch.cases[index].downstream.loss(*batch.ops[index](*batch.sources(index)))
                     per_sample = tf.reduce_sum(target) * tf.cast(shares[:, 0], target.dtype)
                 except Exception as exc:  # noqa: BLE001 - a case that cannot be built is a result.
                     batch.failures[index] = Outcome(error=exc, phase="build")
