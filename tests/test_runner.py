@@ -241,3 +241,13 @@ def test_tensorflow_refusing_at_run_time_is_unsupported_not_a_user_error():
     (result,) = compat.run(CATALOGUE["dorefa_round"](), variants="defun_grad_func@function_gradients")
     assert result.status == "unsupported", result
     assert "NotFoundError" in result.message and "cannot run this combination" in result.message
+
+
+def test_an_error_autograph_wrapped_in_a_keras_train_step_is_reported_by_its_last_line():
+    from compat.runner import _tensorflow_message
+
+    wrapped = ValueError('in user code:\n\n    File "training.py", line 1284, in train_function  *\n'
+                         '        return step_function(self, iterator)\n\n    ValueError: my gradient is broken\n')
+    assert _tensorflow_message(wrapped) == "ValueError: my gradient is broken"
+    assert _tensorflow_message(TypeError("in user code:\n\n    LookupError: No gradient defined")) == (
+        "TypeError: LookupError: No gradient defined")
