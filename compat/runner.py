@@ -14,7 +14,7 @@ from tensorflow.python.framework import ops
 
 from compat.contexts import CONTEXTS, Case, Outcome
 from compat.downstream import Downstream, as_downstream
-from compat.probe import Probe
+from compat.probe import Probe, UserCodeError, describe_exception
 from compat.results import Upstream, VariantResult, intern_array
 from compat.spec import GradientSpec
 from compat.variants import parse_variant, select
@@ -63,8 +63,7 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
         outcomes = []
         reason = CONTEXTS[context_name].unavailable()
         for batch in _batches(cases) if reason is None else ():
-            with _scoped_gradient_registrations():
-                outcomes += CONTEXTS[context_name].run(batch)
+            outcomes += _run_batch(context_name, batch)
         if reason is not None:
             outcomes = [Outcome(error=ContextUnavailable(reason), phase="build") for _ in cases]
         for (index, probe), outcome in zip(planned, outcomes, strict=True):
@@ -111,6 +110,24 @@ def _scoped_gradient_registrations() -> Iterator[None]:
                 del registry[name]
 
 
+def _run_batch(context_name: str, batch: list[Case]) -> list[Outcome]:
+    """The context's outcomes for `batch`; if the context itself fails (a TensorFlow or Keras release it does not
+    support, a gradcompat bug), every case of the batch is an error naming it, and other contexts still run."""
+    try:
+        with _scoped_gradient_registrations():
+            return list(CONTEXTS[context_name].run(batch))
+    except UserCodeError:
+        raise  # the spec is broken in every context: compat.matrix reports it once
+    except Exception as exc:  # noqa: BLE001
+        failure = ContextFailed(f"context `{context_name}` failed with TensorFlow {tf.__version__}: "
+                                f"{describe_exception(exc)}")
+        return [Outcome(error=failure, phase="build") for _ in batch]
+
+
+class ContextFailed(Exception):
+    """A context raised instead of returning outcomes: its cells are errors that name it."""
+
+
 class ContextUnavailable(Exception):
     """A context cannot run in this installation (a package it needs is missing): its cells are unsupported."""
 
@@ -135,6 +152,8 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
                   downstream=downstream.name, violations=tuple(probe.violations))
     if probe.error is not None:
         return VariantResult(status="error", message=str(probe.error), **common)
+    if isinstance(outcome.error, ContextFailed):
+        return VariantResult(status="error", message=f"{probe.where}: {outcome.error}", **common)
     if outcome.error is not None:
         reason = _tensorflow_message(outcome.error)
         broken = f"; the gradient function broke its contract: {'; '.join(probe.violations)}" if probe.violations else ""

@@ -17,13 +17,17 @@ def seed_report():
                  scenarios=["sum", "weighted", "gather", "unused_output", "second_order"])
 
 
-def test_every_cell_is_a_run_and_native_variants_agree_but_under_an_outer_tape_second_order(seed_report):
-    # Measured, not a harness bug: a tape outside the tf.function (or wrap_function) calls the custom gradient
-    # again for the second order (2 calls, the second with zero upstreams; the int output's upstream None).
-    unexpected = {(c.spec, c.scenario, c.variant) for c in seed_report.unexpected}
-    assert unexpected == {("multi_output_int", "second_order", f"custom_gradient@{context}")
-                          for context in ("outer_tape", "wrap_function")}
-    assert seed_report.exit_code == 1
+def test_every_cell_is_a_run_and_native_variants_agree(seed_report):
+    assert seed_report.unexpected == ()
+    assert seed_report.exit_code == 0
+    # Measured, not a harness bug: a tape outside the tf.function (or wrap_function) calls the gradient function
+    # (custom_gradient, override_map, python_grad_func alike) again for the second order, the second call with
+    # only zero upstreams (the int output's None): zero_calls, which cannot change the values (a gradient
+    # function with side effects runs them twice).
+    rerun = {(c.spec, c.variant) for c in seed_report.cells
+             if c.scenario == "second_order" and any(d.kind == "zero_calls" for d in c.differences)}
+    assert rerun == {("multi_output_int", f"{mechanism}@{context}") for context in ("outer_tape", "wrap_function")
+                     for mechanism in ("custom_gradient", "override_map", "defun_python_grad_func")}
     assert seed_report.reference == DEFAULT_REFERENCE
     assert seed_report.tensorflow == tf.__version__
     expected_cells = (5 + 4) * len(compat.VARIANTS)  # unused_output is skipped for the one-output spec

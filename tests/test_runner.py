@@ -251,3 +251,19 @@ def test_an_error_autograph_wrapped_in_a_keras_train_step_is_reported_by_its_las
     assert _tensorflow_message(wrapped) == "ValueError: my gradient is broken"
     assert _tensorflow_message(TypeError("in user code:\n\n    LookupError: No gradient defined")) == (
         "TypeError: LookupError: No gradient defined")
+
+
+def test_a_context_that_fails_itself_makes_error_cells_for_its_variants_only(seed_spec, monkeypatch):
+    from compat.contexts import CONTEXTS
+
+    class Broken(type(CONTEXTS["eager_tape"])):
+        def run(self, cases):
+            raise AttributeError("module 'keras.optimizers' has no attribute 'LossScaleOptimizer'")
+
+    monkeypatch.setitem(CONTEXTS, "eager_tape", Broken())
+    results = {r.variant: r for r in compat.run(seed_spec(), variants=["custom_gradient@*"])}
+    broken = results["custom_gradient@eager_tape"]
+    assert broken.status == "error"
+    assert "context `eager_tape` failed with TensorFlow" in broken.message and "LossScaleOptimizer" in broken.message
+    assert all(r.status == "ok" for v, r in results.items() if v not in ("custom_gradient@eager_tape",)
+               and r.context not in ("mixed_precision",)), {v: r.message for v, r in results.items()}

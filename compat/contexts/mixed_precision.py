@@ -31,8 +31,7 @@ class MixedPrecision(Context):
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         import keras  # noqa: PLC0415 - an optional dependency, checked by `unavailable()` first
 
-        optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD())
-        initial = float(optimizer.scale_loss(tf.constant(1.0, tf.float32)))
+        initial = _initial_loss_scale(keras)
         outcomes = []
         for case in cases:
             scale = initial
@@ -68,6 +67,14 @@ class MixedPrecision(Context):
         unscaled = [None if g is None else _unscale(g, scale) for g in grads]
         return dataclasses.replace(grads_outcome(unscaled, case.sources), upstream_scale=scale,
                                    compute_dtype="float16")
+
+
+def _initial_loss_scale(keras: Any) -> float:
+    """The dynamic loss scale a fresh `LossScaleOptimizer` starts with (Keras 3, or tf.keras 2 before it)."""
+    if hasattr(keras.optimizers, "LossScaleOptimizer"):
+        return float(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD()).scale_loss(tf.constant(1.0)))
+    optimizer = keras.mixed_precision.LossScaleOptimizer(keras.optimizers.SGD())
+    return float(optimizer.get_scaled_loss(tf.constant(1.0)))
 
 
 def _finite(grads: Sequence[np.ndarray | None]) -> bool:

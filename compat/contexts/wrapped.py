@@ -6,8 +6,10 @@ in TF2 code that calls a compiled model from a training loop, or migrated TF1 gr
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -41,6 +43,23 @@ def wrapped_build(case: Case, wrap: Wrapper) -> Callable[[], BuiltOp]:
     return build
 
 
+class _RetracingWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "triggered tf.function retracing" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _quiet_retracing() -> Iterator[None]:
+    """Drops TensorFlow's "N out of the last N calls triggered tf.function retracing" warnings: every case is
+    traced anew on purpose (a fresh op per case); every other TensorFlow warning still shows."""
+    quiet = _RetracingWarnings()
+    tf.get_logger().addFilter(quiet)
+    try:
+        yield
+    finally:
+        tf.get_logger().removeFilter(quiet)
+
+
 class WrappedForwardTape(Context):
     """An eager tape over a forward wrapped by `wrap`; subclasses choose the wrapper."""
 
@@ -49,7 +68,8 @@ class WrappedForwardTape(Context):
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         wrap = type(self).wrap
-        return [EagerTape.run_one(dataclasses.replace(case, build=wrapped_build(case, wrap))) for case in cases]
+        with _quiet_retracing():
+            return [EagerTape.run_one(dataclasses.replace(case, build=wrapped_build(case, wrap))) for case in cases]
 
 
 class OuterTape(WrappedForwardTape):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from compat.contexts import CONTEXTS as REGISTRY
 from compat.guide.run import cells
 from compat.guide.tables import CONTEXT_HEADERS, CONTEXTS, values
 from compat.matrix import Cell, CheckReport
@@ -76,13 +77,15 @@ def unused_outputs(report: CheckReport, spec: str = "multi_output_int", scenario
     ran = [(v, _upstreams(by_key.get((scenario, v)))) for v in report.variants if _called(by_key.get((scenario, v)))]
     float_none = [v for v, upstreams in ran if upstreams[2].kind == "none"]
     int_none = [v for v, upstreams in ran if upstreams[1].kind == "none"]
-    int_none_contexts = sorted({v.split("@")[1] for v in int_none}, key=CONTEXTS.index)
+    int_none_contexts = [c for c in REGISTRY if c in {v.split("@")[1] for v in int_none}]
+    by_tf_gradients = all(not REGISTRY[c].uses_tape for c in int_none_contexts)
+    why = ", the contexts that call `tf.gradients`" if by_tf_gradients else ""
     int_zeros = [v for v, c in ran if v not in int_none]
     float_text = ("arrives as **zeros** in every one of them" if not float_none
                   else f"arrives as None in {_ticks(float_none)} and zeros elsewhere")
     return (f"{len(ran)} variants called the gradient function. The unused float output `y2` {float_text}. "
             f"**None** appears only for the integer output `y1`, and only in "
-            f"{', '.join(CONTEXT_HEADERS[c] for c in int_none_contexts)}, the contexts that call `tf.gradients` "
+            f"{', '.join(CONTEXT_HEADERS.get(c, f'`{c}`') for c in int_none_contexts)}{why} "
             f"({_ticks(int_none)}); the others ({_ticks(int_zeros)}) get int32 zeros. A gradient function must "
             "therefore accept None for "
             "integer outputs and must not read zeros as \"unused\".")

@@ -59,7 +59,7 @@ def upstream_values(report: CheckReport, spec: str = "ste") -> str:
         row += [received(by_key.get((scenario, f"{m}@v1_session"))) for m in list(MECHANISMS)[:3]]
         row.append(_merged({c: received(by_key.get((scenario, f"custom_gradient@{c}"))) for c in CONTEXTS}))
         rows.append(row)
-    return _table(header, rows)
+    return markdown_table(header, rows)
 
 
 def mechanism_contexts(report: CheckReport, mechanism: str, spec: str = "ste") -> str:
@@ -67,9 +67,9 @@ def mechanism_contexts(report: CheckReport, mechanism: str, spec: str = "ste") -
     form` for the same values in another form, `differs`, `not called`, `unsupported`, `error`)."""
     by_key = cells(report, spec)
     header = ["scenario", *(CONTEXT_HEADERS[c] for c in CONTEXTS)]
-    rows = [[f"`{s}`", *(_verdict(by_key.get((s, f"{mechanism}@{c}"))) for c in CONTEXTS)]
+    rows = [[f"`{s}`", *(verdict(by_key.get((s, f"{mechanism}@{c}"))) for c in CONTEXTS)]
             for s in _scenarios(report, by_key)]
-    return _table(header, rows)
+    return markdown_table(header, rows)
 
 
 def output_upstreams(report: CheckReport, scenario: str = "unused_output", spec: str = "multi_output_int") -> str:
@@ -78,7 +78,7 @@ def output_upstreams(report: CheckReport, scenario: str = "unused_output", spec:
     header = ["variant", "y0 = 2x (float, used)", "y1 = round(x) (int32, unused)", "y2 = x² (float, unused)"]
     rows = [[f"`{variant}`", *(_kind(cell.result.upstream[i]) for i in range(3))]
             for variant in report.variants if (cell := by_key.get((scenario, variant))) and cell.result.upstream]
-    return _table(header, rows)
+    return markdown_table(header, rows)
 
 
 def _kind(upstream: Upstream) -> str:
@@ -89,7 +89,7 @@ def _kind(upstream: Upstream) -> str:
     return f"{word} ({upstream.dtype})"
 
 
-def _verdict(cell: Cell | None) -> str:
+def verdict(cell: Cell | None) -> str:
     if cell is None:
         return ""
     if cell.status == "differs" and representation_only(cell):
@@ -112,7 +112,7 @@ def _scenarios(report: CheckReport, by_key: dict[tuple[str, str], Cell]) -> list
     return [s for s in report.scenarios if s in present]
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     too_wide = [line for line in lines if len(line) > MAX_WIDTH]

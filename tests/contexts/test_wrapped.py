@@ -37,4 +37,24 @@ def test_override_map_is_honoured_when_the_forward_is_a_function_but_defun_grad_
         assert results[mechanism].status == "ok" and results[mechanism].calls == 1
         np.testing.assert_array_equal(results[mechanism].upstream[0].value, [2.0, 2.0, 2.0])
         np.testing.assert_array_equal(results[mechanism].input_grads[0], [1.0, 1.0, 1.0])
-    assert results["defun_grad_func"].status == "not_called"
+    defun = results["defun_grad_func"]
+    # Measured: TF 2.21 differentiates the Defun's body instead (never calls grad_func); TF 2.12 refuses the
+    # outer tape's gradient of the function ("No gradient defined for op"). Neither calls it.
+    assert defun.status == "not_called" or (
+        defun.status == "unsupported" and "No gradient defined for op" in defun.message), defun.message
+
+
+def test_tracing_every_case_anew_does_not_flood_the_log_with_retracing_warnings():
+    import logging
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    tf.get_logger().addHandler(handler)
+    try:
+        compat.run(STE, lambda y: tf.reduce_sum(2.0 * y), "*@outer_tape")
+        compat.run(STE, lambda y: tf.reduce_sum(3.0 * y), "*@outer_tape")
+    finally:
+        tf.get_logger().removeHandler(handler)
+    assert not [r for r in records if "retracing" in r.getMessage()]
+    assert not tf.get_logger().filters  # the filter lives only while a wrapped context runs

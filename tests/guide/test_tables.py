@@ -16,4 +16,4 @@ def test_upstreams_read_as_values_slices_or_none():
 
 def test_a_table_too_wide_for_a_page_is_refused_saying_what_to_do():
     with pytest.raises(ValueError, match="over 120.*shorten the headers or split the table"):
-        tables._table(["x" * 70, "y" * 70], [["a", "b"]])
+        tables.markdown_table(["x" * 70, "y" * 70], [["a", "b"]])
