@@ -19,6 +19,9 @@ class Downstream:
         `output_gradients` for the target, or None.
       order: 1 for d(target)/d(inputs); 2 for the gradient of the sum of those gradients (second order).
       dynamic_batch: in graph contexts, feed the inputs through a leading dimension of unknown size.
+      shard: `shard(rows) -> Downstream`, this downstream's part for the rows `rows` (an int tensor or array)
+        of the batch, so the parts of every shard add up to the whole; None when it cannot be split (a
+        distributed context then reports the cell `unsupported`).
     """
 
     name: str
@@ -27,12 +30,29 @@ class Downstream:
     order: int = 1
     dynamic_batch: bool = False
     description: str = ""
+    shard: Callable[[Any], Downstream] | None = None
 
     def __post_init__(self) -> None:
         if self.order not in (1, 2):
             raise ValueError(f"downstream `{self.name}`: order must be 1 or 2, got {self.order}")
         if not callable(self.loss):
             raise ValueError(f"downstream `{self.name}`: loss must be callable as loss(*outputs) -> tensor")
+
+
+def scaled(downstream: Downstream, factor: float) -> Downstream:
+    """`downstream` with its target multiplied by `factor` (its `grad_ys` instead, when it has them)."""
+    import tensorflow as tf
+
+    if downstream.output_gradients is not None:
+        seed = downstream.output_gradients
+        return dataclasses.replace(downstream, output_gradients=lambda target: seed(target) * tf.cast(factor, target.dtype))
+    loss = downstream.loss
+
+    def scaled_loss(*outputs: Any) -> Any:
+        target = loss(*outputs)
+        return target * tf.cast(factor, target.dtype)
+
+    return dataclasses.replace(downstream, loss=scaled_loss)
 
 
 def _sum_first_output(*outputs: Any) -> Any:

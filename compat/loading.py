@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import sys
@@ -38,6 +39,10 @@ def load_spec(reference: str) -> list[GradientSpec]:
     Without `:NAME`, a file contributes every module-level GradientSpec it defines.
     """
     reference = reference.strip()
+    return [spec if spec.source else dataclasses.replace(spec, source=reference) for spec in _load(reference)]
+
+
+def _load(reference: str) -> list[GradientSpec]:
     if reference in CATALOGUE:
         return [CATALOGUE[reference]()]
     location, _, name = reference.rpartition(":") if ":" in reference else (reference, "", "")

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 import tensorflow as tf
 
 from compat.checker import DEFAULT_REFERENCE, CellStatus, Difference, cell_status, compare
+from compat.distribute.compare import compare_distributed, references
 from compat.dtypes import DTYPES, TOLERANCES, cast_spec
 from compat.probe import UserCodeError, describe_exception, user_exception
 from compat.results import VariantResult
@@ -134,12 +135,17 @@ def _check_one(spec: GradientSpec, dtype: str, scenarios: Sequence[Scenario], va
     downstreams = [scenario.downstream(typed) for scenario in applicable]
     results = run_matrix(typed, downstreams, to_run)
     by_key = {(r.variant, r.downstream): r for r in results}
+    baselines = {s.name: _baseline(reference, {v: by_key[v, s.name] for v in to_run}) for s in applicable}
+    distributed = [r for r in results if r.replicas]
+    refs = references(typed, {d.name: d for d in downstreams}, distributed, baselines) if distributed else None
     cells = []
     for scenario in applicable:
-        baseline = _baseline(reference, {v: by_key[v, scenario.name] for v in to_run})
+        baseline = baselines[scenario.name]
         for variant in variants:
             result = by_key[variant, scenario.name]
             differences = compare(result, by_key[baseline, scenario.name]) if variant != baseline else ()
+            if refs is not None and result.replicas:
+                differences = compare_distributed(result, by_key[baseline, scenario.name], refs)
             if variant == baseline:  # compared with nothing, but its own contract still counts
                 differences = tuple(d for d in compare(result, result) if d.kind == "contract")
             native = is_native(variant)

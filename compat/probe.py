@@ -54,6 +54,7 @@ class ReturnedUpstreams:
         for probe, site, count in self._pending:
             with probe._lock:
                 probe.calls.append(site.records([_to_numpy(next(flat)) for _ in range(count)]))
+                probe.call_replicas.append(None)
 
 
 _returning = threading.local()
@@ -164,6 +165,8 @@ class Probe:
         self.variant = variant
         self.traces = 0
         self.calls: list[tuple[Upstream, ...]] = []
+        self.call_replicas: list[int | None] = []
+        """Per call, the replica (`replica_id_in_sync_group`) that made it under a tf.distribute strategy, or None."""
         self.error: UserCodeError | None = None
         self.violations: list[str] = []
         self._lock = threading.Lock()
@@ -181,6 +184,7 @@ class Probe:
         """Forget run-time calls (before a graph is run again); build-time facts are kept."""
         with self._lock:
             self.calls.clear()
+            self.call_replicas.clear()
 
     def fail(self, problem: str, cause: BaseException | None = None) -> UserCodeError:
         """Record a user-code problem (first one wins) and return the exception to raise."""
@@ -247,13 +251,21 @@ class Probe:
                 self.unobservable = ("the gradient function was built in a nested graph (e.g. a Defun body or a "
                                      "cond branch) whose tensors the compiled function cannot return")
             return tf.constant(0, tf.int64)
+        replica = _replica_id()
+
         def record(*values: np.ndarray) -> np.int64:
             with self._lock:
+                if replica is None:
+                    self.call_replicas.append(None)
+                else:
+                    self.call_replicas.append(int(values[0]))
+                    values = values[1:]
                 self.calls.append(site.records([_to_numpy(v) for v in values]))
                 return np.int64(len(self.calls))
 
         self._recorders.append(record)
-        recorded = tf.numpy_function(record, tensors, tf.int64, stateful=True, name="gradcompat_probe")
+        inputs = tensors if replica is None else [replica, *tensors]
+        recorded = tf.numpy_function(record, inputs, tf.int64, stateful=True, name="gradcompat_probe")
         if not tf.executing_eagerly():
             tf.compat.v1.add_to_collection(PROBE_COLLECTION, recorded)
         return recorded
@@ -295,6 +307,17 @@ class Probe:
     def _violate(self, problem: str) -> None:
         if problem not in self.violations:
             self.violations.append(problem)
+
+
+def _replica_id() -> tf.Tensor | None:
+    """The id of the replica building the gradient function under a tf.distribute strategy (as a tensor the
+    record receives at run time), or None outside one (or in a graph the strategy does not reach, a Defun body)."""
+    if not tf.distribute.has_strategy() or tf.distribute.in_cross_replica_context():
+        return None
+    context = tf.distribute.get_replica_context()
+    if context is None:
+        return None
+    return tf.cast(context.replica_id_in_sync_group, tf.int64)
 
 
 def _after(grad: Any) -> Any:

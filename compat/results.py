@@ -102,6 +102,27 @@ class Upstream:
         return f"{self.describe()} = {text}"
 
 
+Scaling = Literal["none", "global_batch"]
+"""How a distributed run scaled each replica's loss: `none` (its shard's part of the loss as it is) or
+`global_batch` (divided by the global batch size, as `tf.nn.compute_average_loss` does)."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ReplicaRecord:
+    """What one replica of a distributed run received and computed, under one loss scaling.
+
+    `rows` are the rows of the global batch the replica's shard holds (as the distributed dataset handed
+    them out); `input_grads` are the replica's own gradients: for each input, of its shard's rows; for each
+    variable, before the cross-replica reduction.
+    """
+
+    replica: int
+    rows: tuple[int, ...]
+    scaling: Scaling
+    upstreams: tuple[tuple[Upstream, ...], ...] = ()
+    input_grads: tuple[np.ndarray | None, ...] = ()
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class VariantResult:
     """The outcome of one spec in one variant (`mechanism@context`).
@@ -121,6 +142,10 @@ class VariantResult:
         are compared at its precision. None: the inputs' dtype.
       violations: how the gradient function broke its contract (a gradient of the wrong dtype or shape),
         handed to TensorFlow as returned; `status` says what TensorFlow made of it in this context.
+      replicas: a distributed context's per-replica records, for both loss scalings; `upstreams` and
+        `input_grads` then hold the unscaled run (every replica's calls; the gradients reduced with SUM).
+      scaled_input_grads: a distributed context's gradients reduced with SUM when each replica's loss was
+        divided by `global_batch`.
     """
 
     spec: str
@@ -138,6 +163,9 @@ class VariantResult:
     violations: tuple[str, ...] = ()
     upstream_scale: float | None = None
     compute_dtype: str | None = None
+    replicas: tuple[ReplicaRecord, ...] = ()
+    scaled_input_grads: tuple[np.ndarray | None, ...] = ()
+    global_batch: int | None = None
 
     @property
     def upstream(self) -> tuple[Upstream, ...] | None:
@@ -156,8 +184,14 @@ class VariantResult:
                 lines.append(f"  call {call_index} upstream[{output_index}]: {upstream}")
         for problem in self.violations:
             lines.append(f"  contract: {problem}")
+        for record in self.replicas:
+            for call in record.upstreams:
+                for output_index, upstream in enumerate(call):
+                    lines.append(f"  replica {record.replica} rows {list(record.rows)} loss scaling {record.scaling}: "
+                                 f"upstream[{output_index}]: {upstream}")
+        reduced = " (reduced with SUM over replicas)" if self.replicas else ""
         for index, grad in enumerate(self.input_grads):
             shown = "None" if grad is None else np.array2string(grad, threshold=8, precision=4)
             form = " (IndexedSlices)" if self.input_grad_kinds[index:index + 1] == ("indexed_slices",) else ""
-            lines.append(f"  input_grad[{index}]{form}: {shown}")
+            lines.append(f"  input_grad[{index}]{form}{reduced}: {shown}")
         return "\n".join(lines)

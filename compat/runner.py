@@ -12,7 +12,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
-from compat.contexts import CONTEXTS, Case, Outcome
+from compat.contexts import ALL_CONTEXTS, Case, Outcome
+from compat.contexts.mirrored import NotShardable
 from compat.downstream import Downstream, as_downstream
 from compat.probe import Probe, UserCodeError, describe_exception
 from compat.results import Upstream, VariantResult, intern_array
@@ -58,10 +59,10 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
     results: dict[tuple[str, int], VariantResult] = {}
     for context_name, planned in by_context.items():
         cases = [Case(build=_builder(probe), inputs=tuple(spec.example_inputs), downstream=downstreams[index],
-                      before_run=probe.reset_calls, variables=tuple(spec.variables))
+                      before_run=probe.reset_calls, variables=tuple(spec.variables), probe=probe)
                  for index, probe in planned]
         outcomes = []
-        reason = CONTEXTS[context_name].unavailable()
+        reason = ALL_CONTEXTS[context_name].unavailable()
         for batch in _batches(cases) if reason is None else ():
             outcomes += _run_batch(context_name, batch)
         if reason is not None:
@@ -115,7 +116,7 @@ def _run_batch(context_name: str, batch: list[Case]) -> list[Outcome]:
     support, a gradcompat bug), every case of the batch is an error naming it, and other contexts still run."""
     try:
         with _scoped_gradient_registrations():
-            return list(CONTEXTS[context_name].run(batch))
+            return list(ALL_CONTEXTS[context_name].run(batch))
     except UserCodeError:
         raise  # the spec is broken in every context: compat.matrix reports it once
     except Exception as exc:  # noqa: BLE001
@@ -149,7 +150,8 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
     common: dict[str, Any] = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
                   upstreams=calls, calls=len(probe.calls), traces=probe.traces, upstream_scale=scale,
                   compute_dtype=outcome.compute_dtype,
-                  downstream=downstream.name, violations=tuple(probe.violations))
+                  downstream=downstream.name, violations=tuple(probe.violations), replicas=outcome.replicas,
+                  scaled_input_grads=outcome.scaled_input_grads, global_batch=outcome.global_batch)
     if probe.error is not None:
         return VariantResult(status="error", message=str(probe.error), **common)
     if isinstance(outcome.error, ContextFailed):
@@ -160,6 +162,9 @@ def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
         if broken and isinstance(outcome.error, _REJECTIONS):
             message = f"{probe.where}: TensorFlow rejected the gradient ({reason}){broken}"
             return VariantResult(status="error", message=message, **common)
+        if isinstance(outcome.error, NotShardable):
+            message = f"{probe.where}: not run: {outcome.error}"
+            return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
         if outcome.phase == "build" or isinstance(outcome.error, _REFUSALS):
             message = f"{probe.where}: TensorFlow cannot run this combination: {reason}{broken}"
             return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})

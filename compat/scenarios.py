@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import cast
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 import tensorflow as tf
@@ -29,12 +29,14 @@ def _cast(value: np.ndarray, like: tf.Tensor) -> tf.Tensor:
 
 @dataclasses.dataclass(frozen=True)
 class Scenario:
-    """A named downstream; `make(signature)` builds it for a spec's outputs, `skip` says when it cannot."""
+    """A named downstream; `make(signature, rows=None)` builds it for a spec's outputs (for `rows` of the batch
+    only: that shard's part of it), `skip` says when it cannot. `shardable`: whether `make` can split it."""
 
     name: str
     description: str
-    make: Callable[[OutputSignature], Downstream]
+    make: Callable[..., Downstream]
     skip: Callable[[OutputSignature], str | None] = lambda signature: None
+    shardable: bool = True
 
     def skip_reason(self, spec: GradientSpec) -> str | None:
         """Why this scenario does not apply to `spec`, or None when it does."""
@@ -53,7 +55,14 @@ class Scenario:
 
     def downstream_for(self, signature: OutputSignature) -> Downstream:
         """The downstream for outputs with `signature` (one that `skip_reason_for` accepts)."""
-        return dataclasses.replace(self.make(signature), name=self.name, description=self.description)
+        return self._named(self.make(signature), signature)
+
+    def _named(self, downstream: Downstream, signature: OutputSignature) -> Downstream:
+        def shard(rows: Any) -> Downstream:
+            return dataclasses.replace(self.make(signature, rows), name=self.name, description=self.description)
+
+        return dataclasses.replace(downstream, name=self.name, description=self.description,
+                                   shard=shard if self.shardable else None)
 
 
 def _shape(signature: OutputSignature) -> tuple[int, ...]:
@@ -65,54 +74,76 @@ def _needs_rank(rank: int, why: str) -> Callable[[OutputSignature], str | None]:
     return lambda s: None if len(_shape(s)) >= rank else f"the first output has rank {len(_shape(s))}: {why}"
 
 
-def _loss(fn: Callable[..., tf.Tensor]) -> Callable[[OutputSignature], Downstream]:
-    return lambda signature: Downstream("", fn)
+def _loss(fn: Callable[..., tf.Tensor]) -> Callable[..., Downstream]:
+    """A downstream that is a sum over the batch's rows: a shard's part is the same loss on the shard."""
+    return lambda signature, rows=None: Downstream("", fn)
 
 
-def _weighted(signature: OutputSignature) -> Downstream:
+def _of_rows(value: np.ndarray, rows: Any, like: tf.Tensor) -> tf.Tensor:
+    """`value` (shaped like the whole batch's output) as a tensor like `like`, only `rows` of it if given."""
+    tensor = _cast(value, like)
+    return tensor if rows is None else tf.gather(tensor, rows)
+
+
+def _local(indices: Sequence[int], rows: Any) -> Any:
+    """Batch row `indices` as positions in the shard holding `rows` (those in other shards left out)."""
+    if rows is None:
+        return list(indices)
+    rows = tf.cast(rows, tf.int64)
+    return tf.concat([tf.reshape(tf.where(tf.equal(rows, index)), [-1]) for index in indices], axis=0)
+
+
+def _weighted(signature: OutputSignature, rows: Any = None) -> Downstream:
     weights = _weights(_shape(signature), 1)
-    return Downstream("", lambda y, *rest: tf.reduce_sum(y * _cast(weights, y)))
+    return Downstream("", lambda y, *rest: tf.reduce_sum(y * _of_rows(weights, rows, y)))
 
 
-def _broadcast(signature: OutputSignature) -> Downstream:
+def _mean(signature: OutputSignature, rows: Any = None) -> Downstream:
+    if rows is None:
+        return Downstream("", lambda y, *rest: tf.reduce_mean(y))
+    size = int(np.prod(_shape(signature)))  # the whole batch's: the shards' parts add up to the mean
+    return Downstream("", lambda y, *rest: tf.reduce_sum(y) / tf.cast(size, y.dtype))
+
+
+def _broadcast(signature: OutputSignature, rows: Any = None) -> Downstream:
     row = _weights(_shape(signature)[-1:], 2)
     return Downstream("", lambda y, *rest: tf.reduce_sum(y * _cast(row, y)))
 
 
-def _reduce_axis(signature: OutputSignature) -> Downstream:
+def _reduce_axis(signature: OutputSignature, rows: Any = None) -> Downstream:
     column = _weights(_shape(signature)[1:], 3)
     return Downstream("", lambda y, *rest: tf.reduce_sum(tf.reduce_sum(y, axis=0) * _cast(column, y)))
 
 
-def _gather(signature: OutputSignature) -> Downstream:
+def _gather(signature: OutputSignature, rows: Any = None) -> Downstream:
     last = _shape(signature)[0] - 1
-    return Downstream("", lambda y, *rest: tf.reduce_sum(tf.gather(y, [0, last, 0])))
+    return Downstream("", lambda y, *rest: tf.reduce_sum(tf.gather(y, _local([0, last, 0], rows))))
 
 
-def _gather_twice(signature: OutputSignature) -> Downstream:
+def _gather_twice(signature: OutputSignature, rows: Any = None) -> Downstream:
     last = _shape(signature)[0] - 1
-    return Downstream("", lambda y, *rest: tf.reduce_sum(tf.gather(y, [0])) + 3.0 * tf.reduce_sum(
-        tf.gather(y, [last, last])))
+    return Downstream("", lambda y, *rest: tf.reduce_sum(tf.gather(y, _local([0], rows))) + 3.0 * tf.reduce_sum(
+        tf.gather(y, _local([last, last], rows))))
 
 
-def _reuse(signature: OutputSignature) -> Downstream:
+def _reuse(signature: OutputSignature, rows: Any = None) -> Downstream:
     weights = _weights(_shape(signature), 4)
-    return Downstream("", lambda y, *rest: 2.0 * tf.reduce_sum(y) + tf.reduce_sum(y * _cast(weights, y)))
+    return Downstream("", lambda y, *rest: 2.0 * tf.reduce_sum(y) + tf.reduce_sum(y * _of_rows(weights, rows, y)))
 
 
-def _grad_ys(signature: OutputSignature) -> Downstream:
+def _grad_ys(signature: OutputSignature, rows: Any = None) -> Downstream:
     seed = _weights(_shape(signature), 5)
-    return Downstream("", lambda y, *rest: y, output_gradients=lambda target: _cast(seed, target))
+    return Downstream("", lambda y, *rest: y, output_gradients=lambda target: _of_rows(seed, rows, target))
 
 
-def _second_order(signature: OutputSignature) -> Downstream:
+def _second_order(signature: OutputSignature, rows: Any = None) -> Downstream:
     weights = _weights(_shape(signature), 6)
-    return Downstream("", lambda y, *rest: tf.reduce_sum(y * _cast(weights, y)), order=2)
+    return Downstream("", lambda y, *rest: tf.reduce_sum(y * _of_rows(weights, rows, y)), order=2)
 
 
-def _dynamic_batch(signature: OutputSignature) -> Downstream:
+def _dynamic_batch(signature: OutputSignature, rows: Any = None) -> Downstream:
     weights = _weights(_shape(signature), 7)
-    return Downstream("", lambda y, *rest: tf.reduce_sum(y * _cast(weights, y)), dynamic_batch=True)
+    return Downstream("", lambda y, *rest: tf.reduce_sum(y * _of_rows(weights, rows, y)), dynamic_batch=True)
 
 
 def _gatherable(signature: OutputSignature) -> str | None:
@@ -134,7 +165,7 @@ def _several_float_outputs(signature: OutputSignature) -> str | None:
     return None
 
 
-def _all_outputs(signature: OutputSignature) -> Downstream:
+def _all_outputs(signature: OutputSignature, rows: Any = None) -> Downstream:
     floating = [i for i, dtype in enumerate(signature.dtypes) if dtype.is_floating]
 
     def loss(*outputs: tf.Tensor) -> tf.Tensor:
@@ -149,7 +180,7 @@ _SCENARIOS = (
              _loss(lambda y, *rest: tf.reduce_sum(y))),
     Scenario("scaled", "reduce_sum(3 * y): upstream all 3", _loss(lambda y, *rest: tf.reduce_sum(3.0 * y))),
     Scenario("weighted", "reduce_sum(y * w), fixed seeded weights: upstream w", _weighted),
-    Scenario("mean", "reduce_mean(y): upstream 1/size", _loss(lambda y, *rest: tf.reduce_mean(y))),
+    Scenario("mean", "reduce_mean(y): upstream 1/size", _mean),
     Scenario("square", "reduce_sum(y ** 2): upstream 2y, depends on the forward value",
              _loss(lambda y, *rest: tf.reduce_sum(tf.square(y)))),
     Scenario("broadcast", "reduce_sum(y * row), a row broadcast over the leading axes", _broadcast,
@@ -188,5 +219,5 @@ def loss_scenario(loss: Callable[..., tf.Tensor] | Downstream, name: str = "cust
                   description: str = "your loss") -> Scenario:
     """A scenario from a user's `loss(*outputs) -> tensor` (or a whole Downstream), like `compat.run(loss=)`."""
     if isinstance(loss, Downstream):
-        return Scenario(name, description or loss.description, lambda signature: loss)
-    return Scenario(name, description, _loss(loss))
+        return Scenario(name, description or loss.description, lambda signature, rows=None: loss, shardable=False)
+    return Scenario(name, description, _loss(loss), shardable=False)

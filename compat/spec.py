@@ -49,6 +49,8 @@ class GradientSpec:
       op_type: for the `override_map` mechanism, override this single op type created by `forward` (e.g.
         "Sign"), the way legacy code usually does, instead of wrapping the whole forward generically.
       description: one line shown in reports.
+      source: the `--specs` reference it was loaded from (a catalogue name, `path.py:NAME`), set by
+        `compat.load_specs`; the `multi_worker` context's worker processes load the spec again from it.
     """
 
     name: str
@@ -58,6 +60,7 @@ class GradientSpec:
     op_type: str | None = None
     description: str = ""
     variables: Sequence[np.ndarray] = ()
+    source: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():

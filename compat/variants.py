@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from compat.contexts import CONTEXTS, Context
+from compat.contexts import ALL_CONTEXTS, CONTEXTS, Context
 from compat.mechanisms import MECHANISMS, Mechanism
 
+ALL_VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in ALL_CONTEXTS)
+"""Every variant name, mechanism-major, in registry order, opt-in contexts included."""
+
 VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in CONTEXTS)
-"""Every variant name, mechanism-major, in registry order."""
+"""The default variants: every mechanism in every context but the opt-in (distributed) ones."""
+
+DISTRIBUTED_VARIANTS: tuple[str, ...] = tuple(v for v in ALL_VARIANTS if v not in VARIANTS)
+"""Variants of the opt-in contexts (tf.distribute): chosen only by name or `*@context`."""
 
 NATIVE_VARIANTS: tuple[str, ...] = tuple(
     f"{m}@{c}" for m, mechanism in MECHANISMS.items() for c, context in CONTEXTS.items()
@@ -23,12 +29,12 @@ def variant_names() -> tuple[str, ...]:
 def parse_variant(variant: str) -> tuple[Mechanism, Context]:
     """The mechanism and context of `mechanism@context`; a ValueError lists the valid names otherwise."""
     mechanism_name, at, context_name = variant.partition("@")
-    if not at or mechanism_name not in MECHANISMS or context_name not in CONTEXTS:
+    if not at or mechanism_name not in MECHANISMS or context_name not in ALL_CONTEXTS:
         raise ValueError(
             f"unknown variant {variant!r}: a variant is MECHANISM@CONTEXT with MECHANISM one of "
-            f"{sorted(MECHANISMS)} and CONTEXT one of {sorted(CONTEXTS)}, e.g. 'custom_gradient@eager_tape'"
+            f"{sorted(MECHANISMS)} and CONTEXT one of {sorted(ALL_CONTEXTS)}, e.g. 'custom_gradient@eager_tape'"
         )
-    return MECHANISMS[mechanism_name], CONTEXTS[context_name]
+    return MECHANISMS[mechanism_name], ALL_CONTEXTS[context_name]
 
 
 def is_native(variant: str) -> bool:
@@ -37,7 +43,8 @@ def is_native(variant: str) -> bool:
 
 
 def select(variants: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
-    """Validated variant names, in registry order; None means all. Accepts `mech@*` and `*@ctx` globs."""
+    """Validated variant names, in registry order; None means the default ones (`VARIANTS`). Accepts `mech@*`
+    and `*@ctx` globs; `mech@*` and `*@*` match the default contexts, an opt-in context only when named."""
     if variants is None:
         return VARIANTS
     if isinstance(variants, str):
@@ -46,7 +53,8 @@ def select(variants: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...
     for pattern in variants:
         mechanism_name, _, context_name = pattern.partition("@")
         if mechanism_name == "*" or context_name == "*":
-            matches = {v for v in VARIANTS
+            pool = VARIANTS if context_name == "*" else ALL_VARIANTS
+            matches = {v for v in pool
                        if mechanism_name in ("*", v.split("@")[0]) and context_name in ("*", v.split("@")[1])}
             if not matches:
                 parse_variant(pattern.replace("*", "?"))  # raises with the valid names
@@ -54,4 +62,4 @@ def select(variants: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...
         else:
             parse_variant(pattern)
             chosen.add(pattern)
-    return tuple(v for v in VARIANTS if v in chosen)
+    return tuple(v for v in ALL_VARIANTS if v in chosen)

@@ -8,6 +8,10 @@ import numpy as np
 import pytest
 
 import compat
+from compat.distribute import use_logical_cpus
+
+# Before any test runs a TensorFlow op: the mirrored contexts need 2 logical CPUs (tests/distribute).
+_LOGICAL_CPUS_PROBLEM = use_logical_cpus()
 
 
 def seed_spec(name: str = "seed_scaled_ste") -> compat.GradientSpec:

@@ -254,7 +254,7 @@ def test_an_error_autograph_wrapped_in_a_keras_train_step_is_reported_by_its_las
 
 
 def test_a_context_that_fails_itself_makes_error_cells_for_its_variants_only(seed_spec, monkeypatch):
-    from compat.contexts import CONTEXTS
+    from compat.contexts import ALL_CONTEXTS as CONTEXTS
 
     class Broken(type(CONTEXTS["eager_tape"])):
         def run(self, cases):

@@ -90,8 +90,13 @@ def _report_generators() -> dict[str, Callable[[], str]]:
         used = {c.scenario for c in guide_report().cells if c.spec == "ste"}
         return "\n".join(f"- `{s.name}`: {s.description}" for s in SCENARIOS.values() if s.name in used)
 
+    from compat.guide import distributed
+
     report = guide_report
     return {
+        "distributed_summary": lambda: distributed.summary(distributed.distributed_report()),
+        "distributed_replicas": lambda: distributed.replica_upstreams(distributed.distributed_report()),
+        "distributed_reduced": lambda: distributed.reduced_verdicts(distributed.distributed_report()),
         "always_ones": lambda: facts.always_ones(report()),
         "upstream_values": lambda: tables.upstream_values(report()),
         "scenarios": scenarios,
@@ -135,7 +140,10 @@ def _wrapped(text: str) -> str:
 def regenerate(text: str, matrix: Path | None = None) -> str:
     """The guide with every generated part recomputed; `releases` is kept unless `matrix` is given."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from compat.distribute import use_logical_cpus
     from compat.guide.blocks import run_blocks
+
+    use_logical_cpus()  # the distributed section's MirroredStrategy; before this process runs any op
 
     found = blocks(text)
     runs = run_blocks([code for _, code in found])

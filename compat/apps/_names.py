@@ -19,10 +19,10 @@ def check_names(specs: Sequence[str] | None, scenarios: Sequence[str] | None, va
     Spec files and modules (`file.py:NAME`, `package.module:NAME`) are left to the loader.
     """
     from compat.catalogue import CATALOGUE
-    from compat.contexts import CONTEXTS
+    from compat.contexts import ALL_CONTEXTS as CONTEXTS
     from compat.mechanisms import MECHANISMS
     from compat.scenarios import SCENARIOS
-    from compat.variants import VARIANTS
+    from compat.variants import ALL_VARIANTS as VARIANTS
 
     for spec in specs or ():
         name = spec.strip()

@@ -39,7 +39,9 @@ SPECS = flags.DEFINE_list(
     "list of them, or a function returning either). Default: the whole catalogue.")
 SCENARIOS = flags.DEFINE_list("scenarios", None, "Downstream scenarios to run. Default: all.")
 VARIANTS = flags.DEFINE_list(
-    "variants", None, "mechanism@context variants (globs like custom_gradient@* or *@eager_tape). Default: all.")
+    "variants", None, "mechanism@context variants (globs like custom_gradient@* or *@eager_tape). Default: all but "
+    "the distributed contexts (mirrored_tape, mirrored_v1, multi_worker), which run only when named, e.g. "
+    "--variants='*@mirrored_tape'.")
 DTYPES = flags.DEFINE_list("dtypes", ["float32"], "Floating dtypes: float32, float64, float16, bfloat16.")
 REFERENCE = flags.DEFINE_string("reference", DEFAULT_REFERENCE, "The variant every cell is compared with.")
 FORMAT = flags.DEFINE_enum("format", "table", _FORMATS, "Report format.")
@@ -74,12 +76,14 @@ def _listing() -> str:
     from compat.catalogue import CATALOGUE
     from compat.dtypes import DTYPES
     from compat.scenarios import SCENARIOS
-    from compat.variants import NATIVE_VARIANTS, VARIANTS
+    from compat.variants import DISTRIBUTED_VARIANTS, NATIVE_VARIANTS, VARIANTS
 
     lines = ["specs (catalogue):"] + [f"  {name}: {factory().description}" for name, factory in CATALOGUE.items()]
     lines += ["scenarios:"] + [f"  {name}: {scenario.description}" for name, scenario in SCENARIOS.items()]
     lines += ["  custom: your own loss, given with --loss"]
     lines += ["variants (* = native):"] + [f"  {'*' if v in NATIVE_VARIANTS else ' '} {v}" for v in VARIANTS]
+    lines += ["distributed variants (run only when named, e.g. --variants='*@mirrored_tape'):"]
+    lines += [f"    {v}" for v in DISTRIBUTED_VARIANTS]
     lines += ["dtypes: " + ", ".join(DTYPES)]
     return "\n".join(lines) + "\n"
 
@@ -104,6 +108,10 @@ def main(argv: list[str]) -> int:
     if OUTPUT.value:
         prepare_output(OUTPUT.value)
     import_tensorflow_quietly()
+    if _wants_mirrored(VARIANTS.value or ()):
+        from compat.distribute import use_logical_cpus
+
+        use_logical_cpus()  # before any op; if it cannot, the mirrored cells say why (unsupported)
     with stdout_kept_for_report() as report_stream:
         if LIST.value:
             report_stream.write(_listing())
@@ -123,6 +131,11 @@ def main(argv: list[str]) -> int:
     if report.exit_code:
         logging.warning("%d unexpected difference(s) in native variants", len(report.unexpected))
     return report.exit_code
+
+
+def _wants_mirrored(patterns: list[str] | tuple[str, ...]) -> bool:
+    """Whether the chosen variants include a MirroredStrategy context (which needs 2 logical CPUs)."""
+    return any(pattern.partition("@")[2] in ("mirrored_tape", "mirrored_v1") for pattern in patterns)
 
 
 def _view() -> View:
@@ -154,7 +167,7 @@ def _run_check() -> CheckReport:
     try:
         from compat.catalogue import CATALOGUE
 
-        specs = load_specs(SPECS.value) if SPECS.value else [factory() for factory in CATALOGUE.values()]
+        specs = load_specs(SPECS.value or list(CATALOGUE))
     except SpecLoadError as exc:
         raise _usage_error(str(exc)) from None
     scenarios: list[str | Scenario] | None = list(SCENARIOS.value) if SCENARIOS.value else None

@@ -7,14 +7,21 @@ from compat.contexts.eager import EagerTape
 from compat.contexts.function import FunctionGradients, FunctionTape
 from compat.contexts.graph_session import V1Session, V1Tape
 from compat.contexts.keras_fit import KerasFit
+from compat.contexts.mirrored import MirroredTape, MirroredV1
 from compat.contexts.mixed_precision import MixedPrecision
+from compat.contexts.multi_worker import MultiWorker
 from compat.contexts.wrapped import OuterTape, WrapFunction
 from compat.contexts.xla import XlaGradients, XlaTape
 
-CONTEXTS: dict[str, Context] = {
+ALL_CONTEXTS: dict[str, Context] = {
     context.name: context
     for context in (V1Session(), V1Tape(), EagerTape(), FunctionTape(), FunctionGradients(), OuterTape(),
-                    WrapFunction(), XlaTape(), XlaGradients(), MixedPrecision(), KerasFit())
+                    WrapFunction(), XlaTape(), XlaGradients(), MixedPrecision(), KerasFit(), MirroredTape(),
+                    MirroredV1(), MultiWorker())
 }
+"""Every context, the opt-in (distributed) ones included."""
 
-__all__ = ["CONTEXTS", "Case", "Context", "Outcome"]
+CONTEXTS: dict[str, Context] = {name: context for name, context in ALL_CONTEXTS.items() if not context.opt_in}
+"""The default contexts (every variant in `compat.VARIANTS`); the distributed ones run only when named."""
+
+__all__ = ["ALL_CONTEXTS", "CONTEXTS", "Case", "Context", "Outcome"]

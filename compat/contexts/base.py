@@ -14,7 +14,8 @@ import tensorflow as tf
 
 from compat.downstream import Downstream
 from compat.mechanisms.base import BuiltOp
-from compat.results import intern_array
+from compat.probe import Probe
+from compat.results import ReplicaRecord, intern_array
 
 Phase = Literal["build", "run"]
 
@@ -28,7 +29,8 @@ class Case:
     the inputs, then the variables.
 
     `before_run` is called before each attempt to run the case (a context may retry a case alone after a
-    batched run failed), so run-time records start afresh.
+    batched run failed), so run-time records start afresh. `probe` records the gradient function's calls
+    (a distributed context reads them between its runs, each worker's own records included).
     """
 
     build: Callable[[], BuiltOp]
@@ -36,6 +38,7 @@ class Case:
     downstream: Downstream
     before_run: Callable[[], None] = lambda: None
     variables: tuple[np.ndarray, ...] = ()
+    probe: Probe | None = None
 
     @property
     def sources(self) -> tuple[np.ndarray, ...]:
@@ -57,6 +60,10 @@ class Outcome:
     batch), or None."""
     compute_dtype: str | None = None
     """The float dtype the context computes in by design (`float16` under a mixed-precision policy), or None."""
+    replicas: tuple[ReplicaRecord, ...] = ()
+    """A distributed context's per-replica records (both loss scalings); `input_grads` are then reduced."""
+    scaled_input_grads: tuple[np.ndarray | None, ...] = ()
+    global_batch: int | None = None
 
 
 def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcome:
@@ -93,6 +100,9 @@ class Context(abc.ABC):
     *cross*, its differences reported as what the change does, never counted as a migration failure."""
     requires: tuple[str, ...] = ()
     """Python packages the context needs beyond TensorFlow (e.g. `keras`)."""
+    opt_in: bool = False
+    """True for a context left out of the default variants (`compat.VARIANTS`): it runs only when named
+    (`--variants='*@mirrored_tape'`), because it multiplies a run's time."""
 
     def unavailable(self) -> str | None:
         """Why the context cannot run here (a required package is missing), or None."""

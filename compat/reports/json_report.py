@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from compat.checker import Difference
     from compat.matrix import Cell, CheckReport
     from compat.results import Upstream
+    from compat.results import ReplicaRecord
 
 SCHEMA_PATH = Path(__file__).with_name("check_report.schema.json")
 SCHEMA_VERSION = 2
@@ -142,6 +143,22 @@ def cell_dict(cell: Cell, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) 
         "upstream": None if result.upstream is None else [upstream_dict(u, limit) for u in result.upstream],
         "input_grads": None if not result.input_grads else [array(grad, limit) for grad in result.input_grads],
         "input_grad_kinds": list(result.input_grad_kinds) if result.input_grads else None,
+        "replicas": [replica_dict(record, limit) for record in result.replicas],
+        "global_batch": result.global_batch,
+        "scaled_input_grads": None if not result.scaled_input_grads else [
+            array(grad, limit) for grad in result.scaled_input_grads],
+    }
+
+
+def replica_dict(record: ReplicaRecord, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:
+    first = record.upstreams[0] if record.upstreams else None
+    return {
+        "replica": record.replica,
+        "rows": list(record.rows),
+        "scaling": record.scaling,
+        "calls": len(record.upstreams),
+        "upstream": None if first is None else [upstream_dict(u, max_array_elements) for u in first],
+        "input_grads": None if not record.input_grads else [array(g, max_array_elements) for g in record.input_grads],
     }
 
 

@@ -1,0 +1,97 @@
+"""Distributed cells against single-device runs: each replica with the reference variant on its shard, the
+reduced gradient with the reference on the whole batch, for each loss scaling."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from compat.checker import Difference, compare
+from compat.downstream import Downstream, scaled
+from compat.results import ReplicaRecord, Scaling, Status, VariantResult
+from compat.runner import run_matrix
+from compat.spec import GradientSpec
+
+ShardKey = tuple[str, Scaling, tuple[int, ...]]
+"""(scenario, loss scaling, the shard's rows)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class References:
+    """Single-device runs of one variant (the cell's reference): per shard, and on the whole batch with the
+    loss divided by the global batch size (the unscaled whole-batch run is the ordinary reference cell)."""
+
+    shards: dict[ShardKey, VariantResult]
+    scaled: dict[str, VariantResult]
+
+
+def _factor(scaling: Scaling, batch: int) -> float:
+    return 1.0 / batch if scaling == "global_batch" else 1.0
+
+
+def references(spec: GradientSpec, downstreams: dict[str, Downstream], results: Sequence[VariantResult],
+               variant_for: dict[str, str]) -> References:
+    """The single-device runs that `results` (distributed cells, by scenario) are compared with, each in the
+    variant `variant_for[scenario]`: one run_matrix per (shard, variant), one per variant for the whole batch."""
+    wanted: dict[tuple[tuple[int, ...], str], dict[tuple[str, Scaling], Downstream]] = {}
+    batch_of: dict[str, int] = {}
+    for result in results:
+        scenario = result.downstream
+        downstream = downstreams[scenario]
+        if result.global_batch is None or downstream.shard is None:
+            continue
+        batch_of[scenario] = result.global_batch
+        for record in result.replicas:
+            part = scaled(downstream.shard(np.asarray(record.rows, np.int64)), _factor(record.scaling, result.global_batch))
+            wanted.setdefault((record.rows, variant_for[scenario]), {})[scenario, record.scaling] = part
+    shards: dict[ShardKey, VariantResult] = {}
+    for (rows, variant), parts in wanted.items():
+        index = list(rows)
+        shard_spec = spec.with_inputs([value[index] for value in spec.example_inputs])
+        for (scenario, scaling), result in zip(parts, run_matrix(shard_spec, list(parts.values()), [variant]), strict=True):
+            shards[scenario, scaling, rows] = result
+    whole: dict[str, VariantResult] = {}
+    for variant in sorted(set(variant_for[s] for s in batch_of)):
+        names = [s for s in batch_of if variant_for[s] == variant]
+        parts_whole = [scaled(downstreams[s], 1.0 / batch_of[s]) for s in names]
+        whole.update(zip(names, run_matrix(spec, parts_whole, [variant]), strict=True))
+    return References(shards, whole)
+
+
+def compare_distributed(result: VariantResult, reference: VariantResult, refs: References) -> tuple[Difference, ...]:
+    """Every difference of a distributed cell: its status and contract against the reference; per replica and
+    loss scaling, its calls, upstreams and gradients against the reference on that shard; the reduced
+    gradients against the reference on the whole batch (unscaled, and with the loss / global batch)."""
+    top = dataclasses.replace(result, upstreams=(), calls=0, input_grads=())
+    differences = list(compare(top, reference))
+    reduced = dataclasses.replace(top, input_grads=result.input_grads, violations=())
+    differences += _prefixed("reduced", compare(reduced, reference))
+    for record in result.replicas:
+        shard = refs.shards.get((result.downstream, record.scaling, record.rows))
+        if shard is not None:
+            differences += _prefixed(_replica_label(record), compare(_as_result(result, record), shard))
+    scaled_reference = refs.scaled.get(result.downstream)
+    if scaled_reference is not None and result.scaled_input_grads:
+        reduced = dataclasses.replace(reduced, input_grads=result.scaled_input_grads)
+        differences += _prefixed("reduced 1/global_batch", compare(reduced, scaled_reference))
+    return tuple(differences)
+
+
+def _replica_label(record: ReplicaRecord) -> str:
+    scaling = " 1/global_batch" if record.scaling == "global_batch" else ""
+    return f"replica[{record.replica}] rows {list(record.rows)}{scaling}"
+
+
+def _as_result(result: VariantResult, record: ReplicaRecord) -> VariantResult:
+    """One replica's record as a result of its own (its status follows whether it was called)."""
+    status: Status = result.status if result.status != "ok" or record.upstreams else "not_called"
+    return dataclasses.replace(result, status=status, upstreams=record.upstreams, calls=len(record.upstreams),
+                               input_grads=record.input_grads, violations=())
+
+
+def _prefixed(label: str, differences: Sequence[Difference]) -> list[Difference]:
+    """Differences of a part, named after it; its status is the cell's, reported once, so left out."""
+    return [dataclasses.replace(d, where=f"{label} {d.where}") for d in differences
+            if d.where != "status" and d.kind != "contract"]
