@@ -1,16 +1,29 @@
-"""Benchmark: compat-audit vs tf_upgrade_v2 on the installed TensorFlow package's own source tree.
+"""Benchmark: compat-audit on the installed TensorFlow package's own source tree, against its targets.
 
-Run: `python benchmarks/audit_speed.py [--skip-upgrade] [--skip-tree] [--jobs N]`. Prints files, lines, seconds,
-lines/s, the speed ratio, and peak RSS (children included); first, the peak RSS of auditing one 5 MB one-line file
-(parsing it would take ~1.7 GiB; the parse limit keeps it to the read). Neither step imports TensorFlow here.
+Run: `python benchmarks/audit_speed.py [--skip-upgrade] [--tree=DIR] [--jobs=1,2]`.
+
+Every run is the `compat-audit --format=json` command in a child process, as a user runs it (wall time includes
+the interpreter's start), timed with wall and CPU seconds and the peak RSS of every process it starts:
+- the default audit (only files that mention a legacy gradient API are parsed; all are read and decoded) and
+  `--strict` (every file parsed), each with 1 job and with all usable CPUs;
+- both again on a tree holding 4 copies of the tree's .py files (hard links where possible), to check that
+  peak memory stays flat in the number of files;
+- one 5 MB one-line file (parsing it would take ~1.7 GiB; the parse limit keeps it to the read);
+- `tf_upgrade_v2` on the same tree (unless --skip-upgrade), which parses every file: it is compared with
+  `--strict`, which does too. Lines per second count the lines of the files a run parsed (for the default
+  run, only the files the pre-filter let through are parsed, so its rate is given as lines read per second).
+
+Targets (all usable CPUs): default <= 1.0 s wall, --strict <= 1.5 s, the largest process's peak RSS on the 4x
+tree <= 1.25x the 1x tree's. Exit code 0 when every target is met, 1 when one is missed, 2 on a usage error.
+Each line carries the load average: on a shared machine, rerun when it is above the CPU count.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -18,47 +31,60 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from compat.audit import audit_paths  # noqa: E402
+from _measure import Measured, load_average, measure  # noqa: E402
 
 
 def tensorflow_tree() -> str:
     spec = importlib.util.find_spec("tensorflow")  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
-        sys.exit("tensorflow is not installed; `pip install tensorflow-cpu` to run this benchmark")
+        sys.exit("tensorflow is not installed; `pip install tensorflow-cpu` or give --tree=DIR")
     return list(spec.submodule_search_locations)[0]
 
 
-def peak_rss_mib() -> tuple[float, float]:
-    """(this process, largest child) peak resident set size in MiB (ru_maxrss is KiB on Linux)."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return own, children
+def usable_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
-def run_audit(tree: str, jobs: int | None) -> tuple[int, int, float, int]:
-    start = time.perf_counter()
-    report = audit_paths([tree], jobs=jobs)
-    seconds = time.perf_counter() - start
-    return report.files_scanned, report.lines, seconds, len(report.findings)
+def run_audit(tree: str, jobs: int, strict: bool, output: Path) -> tuple[Measured, dict[str, int]]:
+    """`compat-audit --format=json` on `tree`: the measured run and the report's summary."""
+    command = [sys.executable, "-m", "compat.apps.audit", "--format=json", f"--output={output}", f"--jobs={jobs}",
+               *(["--strict"] if strict else []), tree]
+    measured = measure(command, env={**os.environ, "PYTHONPATH": str(_ROOT)})
+    if measured.returncode not in (0, 1):  # 1: findings
+        sys.exit(f"compat-audit failed (exit {measured.returncode}) on {tree}:\n{measured.stderr[-2000:]}")
+    return measured, json.loads(output.read_text())["summary"]
 
 
-def big_file_case(megabytes: int = 5) -> tuple[float, float, str]:
-    """(seconds, peak RSS MiB, outcome) of auditing one `megabytes` MB one-line file in a fresh process."""
-    script = ("import sys\nfrom compat.audit import audit_paths\nr = audit_paths([sys.argv[1]], jobs=1)\n"
-              "print(', '.join(f'{f.rule}: {f.message[:90]}' for f in r.findings) or 'no findings')\n")
+def copies_of(tree: str, copies: int, into: Path) -> str:
+    """A directory holding `copies` copies of `tree`'s .py files (hard links, or copies across devices)."""
+    for copy in range(copies):
+        for dirpath, _, names in os.walk(tree):
+            relative = os.path.relpath(dirpath, tree)
+            for name in names:
+                if name.endswith(".py"):
+                    target = into / f"copy{copy}" / relative / name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    try:
+                        os.link(os.path.join(dirpath, name), target)
+                    except OSError:
+                        shutil.copyfile(os.path.join(dirpath, name), target)
+    return str(into)
+
+
+def big_file_case(megabytes: int = 5) -> Measured:
+    """compat-audit on one `megabytes` MB one-line file, in a child process."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "oneline.py")
         with open(path, "w") as f:
             f.write("import tensorflow as tf  # RegisterGradient\nx = [" + "1, " * (megabytes * 10**6 // 3) + "]\n")
-        start = time.perf_counter()
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-        proc = subprocess.Popen([sys.executable, "-c", script, path], stdout=subprocess.PIPE, text=True, env=env)
-        out = proc.stdout.read() if proc.stdout else ""
-        _, _, usage = os.wait4(proc.pid, 0)  # this child's own peak, not the largest child so far
-        proc.returncode = 0
-    return time.perf_counter() - start, usage.ru_maxrss / 1024, out.strip()
+        return measure([sys.executable, "-m", "compat.apps.audit", "--jobs=1", path],
+                       env={**os.environ, "PYTHONPATH": str(_ROOT)})
 
 
 def run_tf_upgrade_v2(tree: str, timeout: float) -> tuple[float, int, int, str]:
@@ -86,37 +112,75 @@ def run_tf_upgrade_v2(tree: str, timeout: float) -> tuple[float, int, int, str]:
     return seconds, files, lines, status
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=None, help="audit worker processes (default: CPUs)")
-    parser.add_argument("--skip-upgrade", action="store_true", help="time compat-audit only")
+    parser.add_argument("--tree", default=None, help="the tree to audit (default: the installed TensorFlow)")
+    parser.add_argument("--jobs", default=None, help="comma-separated --jobs values (default: 1 and the usable CPUs)")
+    parser.add_argument("--default-target", type=float, default=1.0, help="default audit, all CPUs: max wall s")
+    parser.add_argument("--strict-target", type=float, default=1.5, help="--strict audit, all CPUs: max wall s")
+    parser.add_argument("--rss-growth", type=float, default=1.25, help="max peak-RSS ratio, 4x tree / 1x tree")
+    parser.add_argument("--skip-upgrade", action="store_true", help="do not run tf_upgrade_v2")
+    parser.add_argument("--skip-big-file", action="store_true", help="do not audit the 5 MB one-line file")
     parser.add_argument("--timeout", type=float, default=1800, help="tf_upgrade_v2 time limit (s)")
-    parser.add_argument("--skip-tree", action="store_true", help="only the 5 MB file case")
     args = parser.parse_args()
-    seconds, rss, outcome = big_file_case()
-    print(f"5 MB one-line file: {seconds:.2f} s, peak RSS {rss:.0f} MiB; {outcome}")
-    if args.skip_tree:
-        return
-    tree = tensorflow_tree()
-    print(f"tree: {tree} ({os.cpu_count()} CPUs)")
-    run_audit(tree, args.jobs)  # warm the page cache so both tools read from memory
-    files, lines, seconds, findings = run_audit(tree, args.jobs)
-    rate = lines / seconds
-    print(f"compat-audit : {files} files, {lines} lines, {seconds:.2f} s, {rate:,.0f} lines/s, "
-          f"{findings} findings")
-    own, children = peak_rss_mib()
-    print(f"peak RSS     : {own:.0f} MiB (audit process), {children:.0f} MiB (largest worker)")
-    if args.skip_upgrade:
-        return
-    up_seconds, up_files, up_lines, status = run_tf_upgrade_v2(tree, args.timeout)
-    up_rate = up_lines / up_seconds if up_seconds else 0.0
-    print(f"tf_upgrade_v2: {up_files} files, {up_lines} lines (the part it survived), {up_seconds:.2f} s, "
-          f"{up_rate:,.0f} lines/s; {status}")
-    if up_rate:
-        print(f"ratio        : compat-audit is {rate / up_rate:.1f}x tf_upgrade_v2's lines per second")
-    own, children = peak_rss_mib()
-    print(f"peak RSS     : {children:.0f} MiB (largest child, tf_upgrade_v2 included)")
+    try:
+        all_jobs = sorted({int(j) for j in args.jobs.split(",")}) if args.jobs else sorted({1, usable_cpus()})
+    except ValueError:
+        parser.error(f"--jobs={args.jobs}: give comma-separated worker counts, e.g. --jobs=1,2")
+    if not all_jobs or min(all_jobs) < 1:
+        parser.error(f"--jobs={args.jobs}: every value must be at least 1")
+    tree = args.tree or tensorflow_tree()
+    if not os.path.isdir(tree):
+        parser.error(f"--tree={tree}: not a directory")
+    most = max(all_jobs)
+    print(f"tree: {tree}; {usable_cpus()} usable CPUs; {load_average()}", flush=True)
+    missed: list[str] = []
+    if not args.skip_big_file:
+        big = big_file_case()
+        last = (big.stdout.strip().splitlines() or ["?"])[-1][:160]
+        print(f"5 MB one-line file: {big.seconds:.2f} s, peak RSS {big.largest_rss_mib:.0f} MiB, exit "
+              f"{big.returncode}; {last}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        output = Path(tmp) / "report.json"
+        run_audit(tree, most, False, output)  # warm the page cache so every run reads from memory
+        results: dict[tuple[bool, int], tuple[Measured, dict[str, int]]] = {}
+        for strict in (False, True):
+            for jobs in all_jobs:
+                measured, summary = results[strict, jobs] = run_audit(tree, jobs, strict, output)
+                lines = summary["lines"]
+                rate = (f"{lines / measured.seconds:,.0f} lines parsed/s" if strict else
+                        f"{lines / measured.seconds:,.0f} lines read/s ({summary['files_parsed']} of "
+                        f"{summary['files_scanned']} files parsed)")
+                print(f"compat-audit {'--strict' if strict else 'default '} --jobs={jobs}: {summary['files_scanned']} "
+                      f"files, {lines} lines, {measured.seconds:.2f} s wall, {measured.cpu_seconds:.2f} s CPU, {rate}; "
+                      f"peak RSS MiB {measured.rss_line()}; {load_average()}", flush=True)
+        for strict, target in ((False, args.default_target), (True, args.strict_target)):
+            seconds = results[strict, most][0].seconds
+            if seconds > target:
+                missed.append(f"{'--strict' if strict else 'default'} audit {seconds:.2f} s > {target:.2f} s")
+        four = copies_of(tree, 4, Path(tmp) / "tree4x")
+        for strict in (False, True):
+            measured, summary = run_audit(four, most, strict, output)
+            one = results[strict, most][0]
+            growth = measured.largest_rss_mib / one.largest_rss_mib
+            print(f"4x tree {'--strict' if strict else 'default '} --jobs={most}: {summary['files_scanned']} files, "
+                  f"{measured.seconds:.2f} s wall; peak RSS MiB {measured.rss_line()}; largest {growth:.2f}x the 1x "
+                  f"tree's; {load_average()}", flush=True)
+            if growth > args.rss_growth:
+                missed.append(f"{'--strict' if strict else 'default'} peak RSS grows {growth:.2f}x on 4x the files")
+    if not args.skip_upgrade:
+        up_seconds, up_files, up_lines, status = run_tf_upgrade_v2(tree, args.timeout)
+        up_rate = up_lines / up_seconds if up_seconds else 0.0
+        print(f"tf_upgrade_v2: {up_files} files, {up_lines} lines parsed (the part it survived), {up_seconds:.2f} s, "
+              f"{up_rate:,.0f} lines/s; {status}; {load_average()}")
+        strict_run, strict_summary = results[True, most]
+        if up_rate:
+            print(f"ratio: compat-audit --strict parses {strict_summary['lines'] / strict_run.seconds / up_rate:.1f}x "
+                  f"tf_upgrade_v2's lines per second")
+    print(f"targets: default <= {args.default_target} s, --strict <= {args.strict_target} s (--jobs={most}); peak RSS "
+          f"on 4x the tree <= {args.rss_growth}x: {'MISS: ' + '; '.join(missed) if missed else 'PASS'}")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

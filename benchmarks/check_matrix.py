@@ -1,7 +1,9 @@
-"""Benchmark: the check matrix (`compat.matrix.check`) against the same gradients in bare TensorFlow.
+"""Benchmark: the check matrix (`compat.matrix.check`) against the same gradients in bare TensorFlow, and
+`compat-check` itself in one process and in worker processes.
 
-Run: `python benchmarks/check_matrix.py [--repeats=3] [--dtypes=float32,float16] [--profile]`.
+Run: `python benchmarks/check_matrix.py [--repeats=3] [--dtypes=float32,float16] [--jobs=1,2] [--profile]`.
 
+One process, in this one:
 (a) *harness*: `compat.matrix.check` on every spec in CATALOGUE (found at run time), all scenarios, all
     variants, the default reference: probes, output signatures, validation, comparison, the report.
 (b) *baseline*: the same gradient computations written as a user would, with no harness: for each spec x dtype
@@ -9,11 +11,17 @@ Run: `python benchmarks/check_matrix.py [--repeats=3] [--dtypes=float32,float16]
     once, holding every mechanism x applicable scenario (Defun + grad_func, Defun + python_grad_func,
     RegisterGradient + gradient_override_map under a fresh name, tf.custom_gradient), the spec's `gradient`
     called directly. What TensorFlow refuses to build (Defun in eager...) is caught and skipped, as the
-    harness reports it `unsupported`; a batch that fails at run time is retried case by case, as the harness does.
+    harness reports it `unsupported`; a batch that fails at run time is searched for its failing cases by the
+    harness's own strategy (see README).
 
 The downstreams (`scenario.downstream(spec)`) and the output dtypes the Defun gradient needs are prepared once,
 before timing: a user writes them by hand. Both sides are warmed up once, their order alternates across repeats,
-and the target is harness / baseline <= 1.5 (best of repeats). Exit code 0 on PASS, 1 on MISS.
+and the target is harness / baseline <= 1.1 (best of repeats; wall and CPU seconds are printed).
+
+Then `compat-check --format=json` in child processes, once per `--jobs` value (default 1 and the usable CPUs):
+wall and CPU seconds, the peak RSS of every process (main, workers), the wall-time ratio (target <= 0.5) and
+whether the two JSON reports are equal. Every timing line carries the load average. Exit code 0 when every
+target is met, 1 when one is missed, 2 when the baseline does not implement a mechanism or context of compat.
 """
 
 from __future__ import annotations
@@ -24,19 +32,24 @@ import dataclasses
 import gc
 import io
 import itertools
+import json
 import os
 import pstats
 import re
 import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(_ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -52,11 +65,23 @@ from compat.mechanisms import MECHANISMS  # noqa: E402
 from compat.scenarios import SCENARIOS  # noqa: E402
 from compat.signature import output_signature  # noqa: E402
 from compat.spec import GradientSpec  # noqa: E402
+from compat.workers import usable_cpus  # noqa: E402
+
+from _measure import Measured, load_average, measure  # noqa: E402
 
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed runs of each side; best and median are reported.",
                                 lower_bound=1)
 _DTYPES = flags.DEFINE_list("dtypes", ["float32"], f"The dtype axis, from {list(DTYPES)}.")
-_TARGET = flags.DEFINE_float("target", 1.5, "The harness / baseline ratio to stay under.")
+_SPECS = flags.DEFINE_list("specs", None, "Catalogue specs to run (default: the whole catalogue).")
+_SCENARIOS = flags.DEFINE_list("scenarios", None, "Scenarios to run (default: all).")
+_TARGET = flags.DEFINE_float("target", 1.1, "The one-process harness / baseline ratio to stay under.")
+_ONE_PROCESS = flags.DEFINE_bool("one_process", True, "Time the harness against the baseline in this process.")
+_APP = flags.DEFINE_bool("app", True, "Time compat-check itself in child processes, once per --jobs value.")
+_JOBS = flags.DEFINE_list("jobs", None, "compat-check --jobs values to time (default: 1 and the usable CPUs).")
+_APP_REPEATS = flags.DEFINE_integer("app_repeats", 1, "Timed compat-check runs per --jobs value (order alternates).",
+                                    lower_bound=1)
+_APP_TARGET = flags.DEFINE_float("app_target", 0.5, "The wall-time ratio compat-check --jobs=<most> / --jobs=<fewest> "
+                                 "to stay under.")
 _PROFILE = flags.DEFINE_bool("profile", False, "After timing, run the harness once under cProfile and print "
                              "where its time goes.")
 _VERIFY = flags.DEFINE_bool("verify", True, "Check (untimed) that the baseline computed the harness's gradients.")
@@ -280,9 +305,17 @@ def run_eager(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, 
 
 
 def run_function(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, list]], out: Grads,
-                 retry: bool = True, jit_compile: bool = False) -> None:
-    """Every case traced into one tf.function (XLA-compiled with `jit_compile`), called once."""
+                 jit_compile: bool = False) -> None:
+    """Every case traced into one tf.function (XLA-compiled with `jit_compile`), called once; when that run
+    fails, the failing cases are found as the harness finds them (compat/contexts/function.py)."""
+    failed = _run_traced(cases, compute, out, jit_compile)
+    if failed:
+        _settle(failed, lambda batch: _run_traced(batch, compute, out, jit_compile))
 
+
+def _run_traced(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, list]], out: Grads,
+                jit_compile: bool) -> list[BaselineCase]:
+    """Trace and run `cases` in one tf.function; the cases that traced, when several did and the run failed."""
     variables = [[tf.Variable(v) for v in case.variables] for case in cases]  # created once, outside
     traced: list[int] = []
 
@@ -300,14 +333,32 @@ def run_function(cases: Sequence[BaselineCase], compute: Callable[..., tuple[lis
     try:
         concrete = tf.function(body, input_signature=signature, autograph=False,
                                jit_compile=jit_compile).get_concrete_function()
+    except Exception:  # noqa: BLE001 - nothing traced
+        return []
+    try:
         values = concrete(*[v for case in cases for v in case.inputs])
-    except Exception:  # noqa: BLE001 - as the harness: trace and run each traced case alone.
-        if retry and len(traced) > 1:
-            for index in traced:
-                run_function([cases[index]], compute, out, retry=False, jit_compile=jit_compile)
-        return
+    except Exception:  # noqa: BLE001 - one of them fails at run time (or XLA refuses it)
+        return [cases[index] for index in traced] if len(traced) > 1 else []
     for index, grads in values.items():
         out[cases[int(index)].key] = [None if g is None else g.numpy() for g in grads]
+    return []
+
+
+def _settle(failed: list[BaselineCase], run: Callable[[list[BaselineCase]], list[BaselineCase]]) -> None:
+    """The harness's search for the failing cases of a failed batch: split by variant; halve one variant;
+    when both halves fail, run each case alone."""
+    groups: dict[str, list[BaselineCase]] = {}
+    for case in failed:
+        groups.setdefault(case.key[3], []).append(case)
+    middle = len(failed) // 2
+    parts = list(groups.values()) if len(groups) > 1 else [failed[:middle], failed[middle:]]
+    still_failing = [part_failed for part_failed in (run(part) for part in parts) if part_failed]
+    if len(groups) == 1 and len(still_failing) == 2:
+        for case in (*still_failing[0], *still_failing[1]):
+            run([case])
+        return
+    for part_failed in still_failing:
+        _settle(part_failed, run)
 
 
 def wrapped_op(case: BaselineCase, wrap: Callable[[Callable[..., Any], list[tf.TensorSpec]], Any]) -> Callable[[], Op]:
@@ -437,6 +488,103 @@ def run_keras_fit(cases: Sequence[BaselineCase], out: Grads, retry: bool = True)
                          for k in range(len(model.case_weights[c]))]
 
 
+_SAVED_LOADER = """
+import contextlib, json, sys
+import numpy as np, tensorflow as tf
+directory = sys.argv[1]
+manifest = json.load(open(directory + "/cases.json"))
+modules = [tf.saved_model.load(directory + "/" + name) for name in manifest["models"]]
+out = {}
+for index, order, grad_ys in manifest["cases"]:
+    module = next(m for m in modules if hasattr(m, f"forward_{index}"))
+    forward, loss = getattr(module, f"forward_{index}"), getattr(module, f"loss_{index}")
+    variables = list(getattr(module, f"variables_{index}"))
+    inputs = [tf.constant(v.numpy()) for v in getattr(module, f"inputs_{index}")]
+    sources = [*inputs, *variables]
+    try:
+        with tf.GradientTape() if order == 2 else contextlib.nullcontext() as outer:
+            if order == 2:
+                outer.watch(sources)
+            with tf.GradientTape() as tape:
+                tape.watch(sources)
+                target = loss(*forward(*inputs))
+            seed = getattr(module, f"grad_ys_{index}")(target) if grad_ys else None
+            grads = tape.gradient(target, sources, output_gradients=seed)
+            if order == 2:
+                terms = [tf.reduce_sum(tf.cast(tf.convert_to_tensor(g), tf.float32)) for g in grads if g is not None]
+        if order == 2:
+            grads = outer.gradient(tf.add_n(terms), sources) if terms else [None] * len(sources)
+    except Exception:  # TensorFlow refuses this case (a gradient lost in the round trip): skip it
+        continue
+    for position, grad in enumerate(grads):
+        if grad is not None:
+            out[f"{index}_{position}"] = tf.cast(tf.convert_to_tensor(grad), tf.float64).numpy()
+    out[f"{index}_n"] = np.array(len(grads))
+np.savez(directory + "/grads.npz", **out)
+"""
+
+
+def _saved_case(case: BaselineCase) -> dict[str, Any]:
+    """What one case saves: its forward, loss and grad_ys as tf.functions, its variables and its inputs."""
+    op, variables = case.op(), [tf.Variable(v) for v in case.variables]
+    signature = [tf.TensorSpec(_shape(v, case.downstream), tf.as_dtype(v.dtype)) for v in case.inputs]
+    forward = tf.function(lambda *xs: tuple(op(*xs, *variables)), input_signature=signature, autograph=False)
+    outputs = tf.nest.flatten(forward.get_concrete_function().structured_outputs)
+    loss = tf.function(case.downstream.loss, input_signature=[tf.TensorSpec(o.shape, o.dtype) for o in outputs],
+                       autograph=False)
+    target = loss.get_concrete_function().structured_outputs
+    saved = {"forward": forward, "loss": loss, "variables": variables,
+             "inputs": [tf.Variable(v, trainable=False) for v in case.inputs]}
+    if case.downstream.output_gradients is not None:
+        saved["grad_ys"] = tf.function(case.downstream.output_gradients, autograph=False,
+                                       input_signature=[tf.TensorSpec(target.shape, target.dtype)])
+    return saved
+
+
+def _save(traced: dict[int, dict[str, Any]], indices: list[int], path: str, custom_gradients: bool) -> list[int]:
+    """Save `indices` in one tf.Module at `path`; where TensorFlow refuses, halve them (as the harness does).
+    Returns the indices saved; each half that saves goes to its own path."""
+    module = tf.Module()
+    for index in indices:
+        for name, value in traced[index].items():
+            setattr(module, f"{name}_{index}", value)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            tf.saved_model.save(module, path, options=tf.saved_model.SaveOptions(
+                experimental_custom_gradients=custom_gradients))
+        return indices
+    except Exception:  # noqa: BLE001 - e.g. a registered gradient TensorFlow cannot trace
+        if len(indices) == 1:
+            return []
+        middle = len(indices) // 2
+        return [*_save(traced, indices[:middle], path + "a", custom_gradients),
+                *_save(traced, indices[middle:], path + "b", custom_gradients)]
+
+
+def run_saved(cases: Sequence[BaselineCase], out: Grads, custom_gradients: bool) -> None:
+    """Every case's forward and loss saved with tf.saved_model.save, loaded by one fresh Python process that
+    takes each gradient with an eager tape (nested for second order)."""
+    traced = {}
+    for index, case in enumerate(cases):
+        with contextlib.suppress(Exception):  # TensorFlow refuses to trace this combination: skip it
+            traced[index] = _saved_case(case)
+    with tempfile.TemporaryDirectory() as directory:
+        saved = _save(traced, list(traced), f"{directory}/model_", custom_gradients)
+        models = sorted(p.name for p in Path(directory).iterdir())
+        manifest = [(index, cases[index].downstream.order, "grad_ys" in traced[index]) for index in saved]
+        Path(f"{directory}/cases.json").write_text(json.dumps({"models": models, "cases": manifest}))
+        subprocess.run([sys.executable, "-c", _SAVED_LOADER, directory], check=True, capture_output=True,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        with np.load(f"{directory}/grads.npz") as grads:
+            for index, _, _ in manifest:
+                if f"{index}_n" in grads:
+                    out[cases[index].key] = [grads[f"{index}_{p}"] if f"{index}_{p}" in grads else None
+                                             for p in range(int(grads[f"{index}_n"]))]
+
+
+SAVED_CONTEXTS = ("saved_model", "saved_model_stripped")
+"""Run once over every plan's cases (one save, one loading process), as a user loads all models at once."""
+
 BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = {
     "v1_session": lambda cases, out: run_graph(cases, gradients_fn(tf.compat.v1.gradients), out),
     "v1_tape": lambda cases, out: run_graph(cases, tape_fn, out),
@@ -450,6 +598,8 @@ BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = 
     "xla_gradients": lambda cases, out: run_function(cases, gradients_fn(tf.gradients), out, jit_compile=True),
     "mixed_precision": run_mixed_precision,
     "keras_fit": run_keras_fit,
+    "saved_model": lambda cases, out: run_saved(cases, out, custom_gradients=True),
+    "saved_model_stripped": lambda cases, out: run_saved(cases, out, custom_gradients=False),
 }
 
 
@@ -463,13 +613,13 @@ class Plan:
     downstreams: tuple[Downstream, ...]
 
 
-def plan(dtypes: Sequence[str]) -> list[Plan]:
+def plan(names: Sequence[str], scenarios: Sequence[str], dtypes: Sequence[str]) -> list[Plan]:
     plans = []
-    for factory in CATALOGUE.values():
+    for name in names:
         for dtype in dtypes:
-            typed = cast_spec(factory(), dtype)
+            typed = cast_spec(CATALOGUE[name](), dtype)
             try:
-                applicable = [s for s in SCENARIOS.values() if s.skip_reason(typed) is None]
+                applicable = [SCENARIOS[s] for s in scenarios if SCENARIOS[s].skip_reason(typed) is None]
             except Exception:  # noqa: BLE001 - a forward that fails: the harness skips it too.
                 continue
             if applicable:
@@ -480,20 +630,26 @@ def plan(dtypes: Sequence[str]) -> list[Plan]:
 
 def run_baseline(plans: Sequence[Plan]) -> Grads:
     out: Grads = {}
+    deferred: dict[str, list[BaselineCase]] = {context: [] for context in SAVED_CONTEXTS}
     for p in plans:
         for context, run_context in BASELINE_CONTEXTS.items():
             cases = [BaselineCase((p.spec.name, d.name, p.dtype, f"{mechanism}@{context}"),
                                   lambda b=build, p=p: b(p.spec, p.output_dtypes), p.spec.example_inputs,
                                   p.spec.variables, d)
                      for mechanism, build in BASELINE_MECHANISMS.items() for d in p.downstreams]
-            run_context(cases, out)
+            if context in deferred:
+                deferred[context] += cases
+            else:
+                run_context(cases, out)
+    for context, cases in deferred.items():
+        BASELINE_CONTEXTS[context](cases, out)
     return out
 
 
 # ---------------------------------------------------------------------------------------------- the harness
 
-def run_harness(dtypes: Sequence[str]) -> CheckReport:
-    return check([factory() for factory in CATALOGUE.values()], dtypes=dtypes)
+def run_harness(names: Sequence[str], scenarios: Sequence[str], dtypes: Sequence[str]) -> CheckReport:
+    return check([CATALOGUE[name]() for name in names], scenarios=scenarios, dtypes=dtypes)
 
 
 # ------------------------------------------------------------------------------------------------ reporting
@@ -502,17 +658,10 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    gc.collect()
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
-
-
 def verify(report: CheckReport, grads: Grads) -> str:
     """The baseline computed what the harness computed: same cells ran, same input gradients."""
     ran = {(c.spec, c.scenario, c.dtype, c.variant): c for c in report.cells
-           if c.result.status in ("ok", "not_called")}
+           if c.result.status in ("ok", "not_called", "not_observable")}
     refused = {(c.spec, c.scenario, c.dtype, c.variant) for c in report.cells if c.result.status == "unsupported"}
     mismatched = []
     for key, cell in ran.items():
@@ -532,10 +681,10 @@ def verify(report: CheckReport, grads: Grads) -> str:
     return line
 
 
-def profile_harness(dtypes: Sequence[str]) -> str:
+def profile_harness(names: Sequence[str], scenarios: Sequence[str], dtypes: Sequence[str]) -> str:
     profiler = cProfile.Profile()
     profiler.enable()
-    run_harness(dtypes)
+    run_harness(names, scenarios, dtypes)
     profiler.disable()
     stream = io.StringIO()
     stats = pstats.Stats(profiler, stream=stream).strip_dirs().sort_stats("cumulative")
@@ -543,13 +692,73 @@ def profile_harness(dtypes: Sequence[str]) -> str:
     return stream.getvalue()
 
 
+def _timed_side(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(wall s, this process's CPU s, result) of one side."""
+    gc.collect()
+    start, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return time.perf_counter() - start, time.process_time() - cpu, result
+
+
+def run_app(jobs: int, names: Sequence[str], scenarios: Sequence[str], dtypes: Sequence[str],
+            output: Path) -> Measured:
+    """`compat-check --format=json` in a child process, as a user runs it, with `--jobs`."""
+    command = [sys.executable, "-m", "compat.apps.check", "--format=json", f"--output={output}", f"--jobs={jobs}",
+               f"--dtypes={','.join(dtypes)}"]
+    if list(names) != list(CATALOGUE):
+        command.append(f"--specs={','.join(names)}")
+    if list(scenarios) != list(SCENARIOS):
+        command.append(f"--scenarios={','.join(scenarios)}")
+    env = {**os.environ, "PYTHONPATH": str(_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return measure(command, env=env)
+
+
+_NUMBERED = re.compile(r"\d+")
+
+
+def _numbers_masked(value: Any) -> Any:
+    """`value` with every number in its strings masked; a message cut at its length limit ("...") is kept to
+    its first 300 characters, since numbers of another length move the cut."""
+    if isinstance(value, str):
+        masked = _NUMBERED.sub("#", re.sub(r"_\d+\b", "", value))  # Keras: `op_layer`, then `op_layer_1`
+        return masked[:300] if value.endswith("...") else masked
+    if isinstance(value, dict):
+        return {key: _numbers_masked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_numbers_masked(item) for item in value]
+    return value
+
+
+def compare_reports(one: Path, many: Path) -> tuple[bool, str]:
+    """(acceptable, what differs) between the --jobs=1 and --jobs=N JSON reports.
+
+    Names numbered per process (TensorFlow's traced functions, `__inference_body_67728`; the Defun names
+    gradcompat makes, `gc_scaled_ste_30`) differ with what ran before in that process: cells whose messages
+    differ only in such numbers are counted apart; any other difference is a failure.
+    """
+    a, b = json.loads(one.read_text()), json.loads(many.read_text())
+    other = sorted(key for key in a if key != "cells" and a[key] != b.get(key))
+    if other or len(a["cells"]) != len(b["cells"]):
+        return False, f"reports differ: {other or 'the number of cells'}"
+    pairs = [(x, y) for x, y in zip(a["cells"], b["cells"], strict=True) if x != y]
+    differing = [x for x, y in pairs if _numbers_masked(x) != _numbers_masked(y)]
+    if differing:
+        first = differing[0]
+        return False, (f"{len(differing)} cells differ, e.g. {first['spec']}/{first['scenario']}/{first['variant']}")
+    if pairs:
+        return True, (f"equal, except {len(pairs)} of {len(a['cells'])} cells whose messages differ only in a "
+                      f"name numbered per process")
+    return True, f"equal ({len(a['cells'])} cells)"
+
+
 def main(argv: Sequence[str]) -> int:
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments {argv[1:]}; this benchmark takes only flags (see --help)")
-    dtypes = _DTYPES.value
-    unknown = [d for d in dtypes if d not in DTYPES]
-    if unknown:
-        raise app.UsageError(f"unknown dtype(s) {unknown}; choose from {list(DTYPES)}")
+        raise app.UsageError(f"unexpected arguments {argv[1:]}; this benchmark takes only flags (see --help)", exitcode=2)
+    dtypes, names, scenarios = _DTYPES.value, _SPECS.value or list(CATALOGUE), _SCENARIOS.value or list(SCENARIOS)
+    for what, given, known in (("dtype", dtypes, DTYPES), ("spec", names, CATALOGUE), ("scenario", scenarios, SCENARIOS)):
+        unknown = [name for name in given if name not in known]
+        if unknown:
+            raise app.UsageError(f"unknown {what}(s) {unknown}; choose from {list(known)}", exitcode=2)
     # The baseline is written per mechanism and context: a new one in compat must be added here too.
     missing = [name for name in (*MECHANISMS, *CONTEXTS) if name not in (*BASELINE_MECHANISMS, *BASELINE_CONTEXTS)]
     if missing:
@@ -561,55 +770,84 @@ def main(argv: Sequence[str]) -> int:
         raise app.UsageError(f"the baseline covers mechanisms {list(BASELINE_MECHANISMS)} and contexts "
                              f"{list(BASELINE_CONTEXTS)} but compat has {list(MECHANISMS)} and {list(CONTEXTS)}; "
                              f"keep them in compat's registry order in benchmarks/check_matrix.py")
-    check_app = Path(__file__).resolve().parent.parent / "compat" / "apps" / "check.py"
-    print(f"TensorFlow {tf.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}; "
-          f"specs {sorted(CATALOGUE)}; dtypes {dtypes}; compat-check app "
-          f"{'present (timed through compat.matrix.check)' if check_app.exists() else 'absent'}", flush=True)
+    all_jobs = [int(j) for j in _JOBS.value] if _JOBS.value else sorted({1, usable_cpus()})
+    print(f"TensorFlow {tf.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}; specs {names}; "
+          f"scenarios {'all' if scenarios == list(SCENARIOS) else scenarios}; dtypes {dtypes}; "
+          f"{usable_cpus()} usable CPUs; {load_average()}", flush=True)
 
-    plans = plan(dtypes)
-    warm_up, _ = _timed(lambda: (run_harness(dtypes[:1]), run_baseline(plans[:1])))
-    print(f"warm-up (harness on all specs in {dtypes[0]}, baseline on one spec): {warm_up:.2f} s", flush=True)
-
-    harness_times, baseline_times = [], []
-    report: CheckReport | None = None
-    grads: Grads = {}
-    for repeat in range(_REPEATS.value):
-        order = ("harness", "baseline") if repeat % 2 == 0 else ("baseline", "harness")
-        for side in order:
-            if side == "harness":
-                seconds, report = _timed(lambda: run_harness(dtypes))
-                harness_times.append(seconds)
-            else:
-                seconds, grads = _timed(lambda: run_baseline(plans))
-                baseline_times.append(seconds)
-            print(f"  repeat {repeat + 1} {side:8s} {seconds:7.2f} s", flush=True)
-    assert report is not None
-
-    best_h, best_b = min(harness_times), min(baseline_times)
-    med_h, med_b = statistics.median(harness_times), statistics.median(baseline_times)
-    ratio, target = best_h / best_b, _TARGET.value
-    verdict = "PASS" if ratio <= target else "MISS"
-    rows = [
-        ("specs", f"{len(report.specs)}"),
-        ("dtypes", ",".join(report.dtypes)),
-        ("cells (spec x scenario x dtype x variant)", f"{len(report.cells)}"),
-        ("baseline computations", f"{sum(len(p.downstreams) for p in plans) * len(MECHANISMS) * len(CONTEXTS)}"),
-        ("harness s   (best / median)", f"{best_h:.2f} / {med_h:.2f}"),
-        ("baseline s  (best / median)", f"{best_b:.2f} / {med_b:.2f}"),
-        ("ratio harness/baseline (best / median)", f"{ratio:.2f} / {med_h / med_b:.2f}"),
-        ("target", f"<= {target:.2f}"),
-        ("result", verdict),
-        ("peak RSS MiB", f"{peak_rss_mib():.0f}"),
-    ]
-    width = max(len(name) for name, _ in rows)
+    rows: list[tuple[str, str]] = []
+    verdicts: list[bool] = []
+    if _ONE_PROCESS.value:
+        plans = plan(names, scenarios, dtypes)
+        warm_up, _, _ = _timed_side(lambda: (run_harness(names, scenarios, dtypes[:1]), run_baseline(plans[:1])))
+        print(f"warm-up (harness on the specs in {dtypes[0]}, baseline on one spec): {warm_up:.2f} s", flush=True)
+        times: dict[str, list[tuple[float, float]]] = {"harness": [], "baseline": []}
+        report: CheckReport | None = None
+        grads: Grads = {}
+        for repeat in range(_REPEATS.value):
+            for side in ("harness", "baseline") if repeat % 2 == 0 else ("baseline", "harness"):
+                if side == "harness":
+                    seconds, cpu, report = _timed_side(lambda: run_harness(names, scenarios, dtypes))
+                else:
+                    seconds, cpu, grads = _timed_side(lambda: run_baseline(plans))
+                times[side].append((seconds, cpu))
+                print(f"  repeat {repeat + 1} {side:8s} {seconds:7.2f} s wall, {cpu:7.2f} s CPU; {load_average()}",
+                      flush=True)
+        assert report is not None
+        best_h, best_b = min(t[0] for t in times["harness"]), min(t[0] for t in times["baseline"])
+        med_h = statistics.median(t[0] for t in times["harness"])
+        med_b = statistics.median(t[0] for t in times["baseline"])
+        cpu_h, cpu_b = min(t[1] for t in times["harness"]), min(t[1] for t in times["baseline"])
+        ratio, target = best_h / best_b, _TARGET.value
+        verdicts.append(ratio <= target)
+        rows += [
+            ("specs x dtypes (units)", f"{len(report.specs)} x {len(report.dtypes)}"),
+            ("cells (spec x scenario x dtype x variant)", f"{len(report.cells)}"),
+            ("baseline computations", f"{sum(len(p.downstreams) for p in plans) * len(MECHANISMS) * len(CONTEXTS)}"),
+            ("one process: harness s   (best / median; best CPU)", f"{best_h:.2f} / {med_h:.2f}; {cpu_h:.2f}"),
+            ("one process: baseline s  (best / median; best CPU)", f"{best_b:.2f} / {med_b:.2f}; {cpu_b:.2f}"),
+            ("ratio harness/baseline (best / median; CPU)",
+             f"{ratio:.2f} / {med_h / med_b:.2f}; {cpu_h / cpu_b:.2f}"),
+            ("target", f"<= {target:.2f}: {'PASS' if ratio <= target else 'MISS'}"),
+            ("peak RSS MiB of this process (both sides, all repeats)", f"{peak_rss_mib():.0f}"),
+        ]
+        if _VERIFY.value:
+            rows.append(("verify", verify(report, grads)))
+    if _APP.value:
+        with tempfile.TemporaryDirectory() as tmp:
+            runs: dict[int, list[Measured]] = {jobs: [] for jobs in all_jobs}
+            for repeat in range(_APP_REPEATS.value):
+                for jobs in all_jobs if repeat % 2 == 0 else all_jobs[::-1]:
+                    measured = run_app(jobs, names, scenarios, dtypes, Path(tmp) / f"jobs{jobs}.json")
+                    runs[jobs].append(measured)
+                    print(f"  compat-check --jobs={jobs}: {measured.seconds:.2f} s wall, {measured.cpu_seconds:.2f} s "
+                          f"CPU, exit {measured.returncode}; {load_average()}", flush=True)
+                    if measured.returncode not in (0, 1):
+                        print(f"compat-check --jobs={jobs} failed (exit {measured.returncode}):\n"
+                              f"{measured.stderr[-2000:]}", file=sys.stderr)
+                        return 1
+            for jobs, measured_runs in runs.items():
+                best = min(measured_runs, key=lambda m: m.seconds)
+                rows.append((f"compat-check --jobs={jobs} s (best wall; CPU)", f"{best.seconds:.2f}; {best.cpu_seconds:.2f}"))
+                rows.append((f"  peak RSS MiB per process", best.rss_line()))
+            one, many = min(all_jobs), max(all_jobs)
+            if one != many:
+                app_ratio = min(m.seconds for m in runs[many]) / min(m.seconds for m in runs[one])
+                same, how = compare_reports(Path(tmp) / f"jobs{one}.json", Path(tmp) / f"jobs{many}.json")
+                verdicts += [app_ratio <= _APP_TARGET.value, same]
+                rows += [
+                    (f"ratio --jobs={many} / --jobs={one} (wall)", f"{app_ratio:.2f}"),
+                    ("target", f"<= {_APP_TARGET.value:.2f}: {'PASS' if app_ratio <= _APP_TARGET.value else 'MISS'}"),
+                    (f"report --jobs={many} vs --jobs={one}", ("" if same else "MISS: ") + how),
+                ]
+    width = max(len(name) for name, _ in rows) if rows else 0
     print()
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
-    if _VERIFY.value:
-        print(verify(report, grads))
+    print(f"result: {'PASS' if all(verdicts) else 'MISS'}; {load_average()}")
     if _PROFILE.value:
-        print(profile_harness(dtypes))
-    return 0 if verdict == "PASS" else 1
+        print(profile_harness(names, scenarios, dtypes))
+    return 0 if all(verdicts) else 1
 
 
 if __name__ == "__main__":

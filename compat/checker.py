@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Literal, cast
+from typing import Literal, TypeGuard, cast
 
 import numpy as np
 
@@ -13,18 +13,19 @@ from compat.results import Upstream, VariantResult
 
 DifferenceKind = Literal["none_vs_zeros", "sparse_vs_dense", "static_shape", "shape", "dtype", "values", "count",
                          "calls", "contract", "not_called", "unsupported", "error", "not_observable",
-                         "compute_dtype", "zero_calls"]
+                         "compute_dtype", "zero_calls", "zeros_shape"]
 CellStatus = Literal["same", "differs", "not_called", "unsupported", "error", "not_observable"]
 
 DEFAULT_REFERENCE = "defun_grad_func@v1_session"
 """The variant cells are compared with unless another is chosen: the legacy mechanism, used as documented."""
 
 REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense", "static_shape", "compute_dtype",
-                                                  "zero_calls"})
+                                                  "zero_calls", "zeros_shape"})
 """Differences in how the same values are handed over: None for zeros, IndexedSlices for a dense tensor, a
 static shape known in one variant and not in the other (unknown rank inside a Defun body; code that
 branches on `dy.shape` takes another path there), float16 under a mixed-precision policy, or extra calls
-that receive only zero upstreams (TensorFlow differentiating a backward function again for second order).
+that receive only zero upstreams (TensorFlow differentiating a backward function again for second order), or
+zeros of another shape for an integer output (which has no gradient; a loaded SavedModel hands over [1, n]).
 They break a gradient function only if it cannot take that form (it then shows as an `error` cell) or has
 side effects (an extra call runs them again); the values the model learns from are compared apart."""
 
@@ -161,11 +162,19 @@ def _compare_upstream(where: str, mine: Upstream, theirs: Upstream, mixed: bool 
         else:
             differences.append(Difference("static_shape", where, f"{seen}: code that reads dy.shape while "
                                                                  f"building sees less in one of them"))
-    if mine.dtype == theirs.dtype:
+    if _integer_zeros(mine_dense) and _integer_zeros(theirs_dense) and mine_dense.shape != theirs_dense.shape:
+        differences.append(Difference("zeros_shape", where, f"zeros of shape {list(mine_dense.shape)} here, "
+                                      f"{list(theirs_dense.shape)} in the reference, for an integer output (it has "
+                                      "no gradient): code that uses this upstream's shape takes another path"))
+    elif mine.dtype == theirs.dtype:
         differences += _compare_arrays(where, mine_dense, theirs_dense)
     elif as_policy and mine_dense is not None and theirs_dense is not None:
         differences += _compare_arrays(where, mine_dense, theirs_dense.astype(np.float16))
     return differences
+
+
+def _integer_zeros(value: np.ndarray | None) -> TypeGuard[np.ndarray]:
+    return value is not None and value.dtype.kind in "iub" and not np.any(value)
 
 
 def _shape_text(shape: tuple[int | None, ...] | None) -> str:

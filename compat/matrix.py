@@ -81,6 +81,40 @@ class CheckReport:
 Progress = Callable[[int, int, str], None]
 
 
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The validated axes of a check: what every (spec, dtype) unit runs and how it is compared."""
+
+    scenarios: tuple[Scenario, ...]
+    dtypes: tuple[str, ...]
+    variants: tuple[str, ...]
+    to_run: tuple[str, ...]
+    """The chosen variants plus the reference, in registry order."""
+    reference: str
+
+
+UnitResult = tuple[list[Cell], list[Skip]]
+
+
+def plan(scenarios: Sequence[str | Scenario] | None = None, dtypes: Sequence[str] | None = None,
+         variants: Sequence[str] | None = None, reference: str = DEFAULT_REFERENCE) -> Plan:
+    """Check the axes (ValueError naming the valid names) and fix what every unit runs."""
+    chosen_scenarios = select_scenarios(list(scenarios) if scenarios is not None else None)
+    chosen_dtypes = tuple(dtypes) if dtypes is not None else ("float32",)
+    for dtype in chosen_dtypes:
+        if dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}; choose from {list(DTYPES)}")
+    parse_variant(reference)
+    chosen_variants = select(list(variants) if variants is not None else None)
+    return Plan(tuple(chosen_scenarios), chosen_dtypes, tuple(chosen_variants),
+                tuple(select([*chosen_variants, reference])), reference)
+
+
+def units(specs: Sequence[GradientSpec], chosen: Plan) -> list[tuple[int, str]]:
+    """(spec index, dtype) for every unit of work, in report order."""
+    return [(index, dtype) for index in range(len(specs)) for dtype in chosen.dtypes]
+
+
 def check(specs: Sequence[GradientSpec], scenarios: Sequence[str | Scenario] | None = None,
           dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
           reference: str = DEFAULT_REFERENCE, progress: Progress | None = None) -> CheckReport:
@@ -89,39 +123,43 @@ def check(specs: Sequence[GradientSpec], scenarios: Sequence[str | Scenario] | N
     One graph or trace is built per (spec, dtype, context) for all its scenarios and variants. `scenarios`
     holds registered names or `Scenario` objects (e.g. one made from a user's loss).
     """
-    chosen_scenarios = select_scenarios(list(scenarios) if scenarios is not None else None)
-    chosen_dtypes = tuple(dtypes) if dtypes is not None else ("float32",)
-    for dtype in chosen_dtypes:
-        if dtype not in DTYPES:
-            raise ValueError(f"unknown dtype {dtype!r}; choose from {list(DTYPES)}")
-    parse_variant(reference)
-    chosen_variants = select(list(variants) if variants is not None else None)
-    to_run = select([*chosen_variants, reference])
+    chosen = plan(scenarios, dtypes, variants, reference)
+    todo = units(specs, chosen)
+    results: list[UnitResult] = []
+    for step, (index, dtype) in enumerate(todo):
+        if progress:
+            progress(step, len(todo), f"{specs[index].name} {dtype}")
+        results.append(check_unit(specs[index], dtype, chosen))
+    if progress:
+        progress(len(todo), len(todo), "done")
+    return assemble(specs, chosen, results)
+
+
+def check_unit(spec: GradientSpec, dtype: str, chosen: Plan) -> UnitResult:
+    """One spec in one dtype; a spec that cannot even be built becomes `error` cells naming why."""
+    try:
+        return _check_one(spec, dtype, chosen.scenarios, chosen.variants, chosen.to_run, chosen.reference)
+    except UserCodeError as exc:
+        return broken_spec_cells(spec.name, dtype, chosen, exc.problem), []
+    except BaseException as exc:
+        if not user_exception(exc):
+            raise
+        # Whatever else escapes (user code TensorFlow called back into, a gradcompat bug) sinks this
+        # spec alone, named, and the others still run.
+        return broken_spec_cells(spec.name, dtype, chosen, f"the check failed: {describe_exception(exc)}"), []
+
+
+def assemble(specs: Sequence[GradientSpec], chosen: Plan, results: Sequence[UnitResult]) -> CheckReport:
+    """The report from every unit's result, in `units` order (skips are reported once, for the first dtype)."""
     cells: list[Cell] = []
     skipped: list[Skip] = []
-    total = len(specs) * len(chosen_dtypes)
-    for step, (spec, dtype) in enumerate((s, d) for s in specs for d in chosen_dtypes):
-        if progress:
-            progress(step, total, f"{spec.name} {dtype}")
-        try:
-            spec_cells, spec_skips = _check_one(spec, dtype, chosen_scenarios, chosen_variants, to_run, reference)
-        except UserCodeError as exc:
-            spec_cells, spec_skips = _broken_spec_cells(spec.name, dtype, chosen_variants, reference, exc.problem), []
-        except BaseException as exc:
-            if not user_exception(exc):
-                raise
-            # Whatever else escapes (user code TensorFlow called back into, a gradcompat bug) sinks this
-            # spec alone, named, and the others still run.
-            problem = f"the check failed: {describe_exception(exc)}"
-            spec_cells, spec_skips = _broken_spec_cells(spec.name, dtype, chosen_variants, reference, problem), []
-        cells += spec_cells
-        skipped += spec_skips if dtype == chosen_dtypes[0] else []
-    if progress:
-        progress(total, total, "done")
-    return CheckReport(tuple(cells), tuple(skipped), reference, tuple(s.name for s in specs),
-                       tuple(s.name for s in chosen_scenarios), chosen_dtypes, chosen_variants,
+    for (_, dtype), (unit_cells, unit_skips) in zip(units(specs, chosen), results, strict=True):
+        cells += unit_cells
+        skipped += unit_skips if dtype == chosen.dtypes[0] else []
+    return CheckReport(tuple(cells), tuple(skipped), chosen.reference, tuple(s.name for s in specs),
+                       tuple(s.name for s in chosen.scenarios), chosen.dtypes, chosen.variants,
                        descriptions={s.name: s.description for s in specs if s.description},
-                       scenario_descriptions={s.name: s.description for s in chosen_scenarios})
+                       scenario_descriptions={s.name: s.description for s in chosen.scenarios})
 
 
 def _check_one(spec: GradientSpec, dtype: str, scenarios: Sequence[Scenario], variants: Sequence[str],
@@ -168,10 +206,10 @@ def _baseline(reference: str, results: dict[str, VariantResult]) -> str:
     return fallback[0] if fallback else reference
 
 
-def _broken_spec_cells(spec: str, dtype: str, variants: Sequence[str], reference: str, problem: str) -> list[Cell]:
-    """A spec whose forward cannot even be built: one `error` cell per variant, saying why."""
-    cells = []
-    for variant in variants:
+def broken_spec_cells(spec: str, dtype: str, chosen: Plan, problem: str) -> list[Cell]:
+    """A spec whose forward cannot even be built (or whose worker died): one `error` cell per variant, saying why."""
+    cells, reference = [], chosen.reference
+    for variant in chosen.variants:
         mechanism, context = variant.split("@")
         message = f"spec `{spec}`, variant `{variant}`: {problem}"
         result = VariantResult(spec=spec, variant=variant, mechanism=mechanism, context=context, status="error",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import tensorflow as tf
@@ -41,12 +41,15 @@ class ReturnedUpstreams:
         self.tensors: list[tf.Tensor] = []
         self._pending: list[tuple[Probe, _Site, int]] = []
 
-    def add(self, probe: Probe, site: _Site, tensors: list[tf.Tensor]) -> bool:
+    unobservable = ("the gradient function was built in a nested graph (e.g. a Defun body or a cond branch) whose "
+                    "tensors the compiled function cannot return")
+
+    def capture(self, probe: Probe, site: _Site, tensors: list[tf.Tensor]) -> Any:
         if any(tensor.graph is not self.graph for tensor in tensors) or tf.compat.v1.get_default_graph() is not self.graph:
-            return False
+            return None
         self.tensors += tensors
         self._pending.append((probe, site, len(tensors)))
-        return True
+        return tf.constant(0, tf.int64)
 
     def deliver(self, values: Sequence[Any]) -> None:
         """Record one call per captured gradient-function entry, from the returned values in order."""
@@ -58,18 +61,33 @@ class ReturnedUpstreams:
 
 
 _returning = threading.local()
+_Sink = TypeVar("_Sink", bound="UpstreamSink")
+
+
+class UpstreamSink(Protocol):
+    """Where probes capture upstreams instead of by `tf.numpy_function`, while `capturing_upstreams` is active."""
+
+    unobservable: str
+    """Why a capture that `capture` refused cannot be observed: the probe's cell says so."""
+
+    def capture(self, probe: Probe, site: _Site, tensors: list[tf.Tensor]) -> Any:
+        """Capture one call's upstream tensors; return what the gradients must run after, or None if refused."""
 
 
 @contextlib.contextmanager
-def returning_upstreams(graph: Any) -> Iterator[ReturnedUpstreams]:
-    """While tracing into `graph`, capture every probe's upstreams as tensors to return (see ReturnedUpstreams)."""
-    stash = ReturnedUpstreams(graph)
+def capturing_upstreams(sink: _Sink) -> Iterator[_Sink]:
+    """While active, every probe hands its gradient function's upstreams to `sink`."""
     previous = getattr(_returning, "stash", None)
-    _returning.stash = stash
+    _returning.stash = sink
     try:
-        yield stash
+        yield sink
     finally:
         _returning.stash = previous
+
+
+def returning_upstreams(graph: Any) -> contextlib.AbstractContextManager[ReturnedUpstreams]:
+    """While tracing into `graph`, capture every probe's upstreams as tensors to return (see ReturnedUpstreams)."""
+    return capturing_upstreams(ReturnedUpstreams(graph))
 
 
 def user_exception(exc: BaseException) -> bool:
@@ -245,12 +263,13 @@ class Probe:
             return [_after(grad) for grad in grads]
 
     def _record(self, site: _Site, tensors: list[tf.Tensor]) -> tf.Tensor:
-        stash: ReturnedUpstreams | None = getattr(_returning, "stash", None)
-        if stash is not None:
-            if not stash.add(self, site, tensors):
-                self.unobservable = ("the gradient function was built in a nested graph (e.g. a Defun body or a "
-                                     "cond branch) whose tensors the compiled function cannot return")
-            return tf.constant(0, tf.int64)
+        sink: UpstreamSink | None = getattr(_returning, "stash", None)
+        if sink is not None:
+            captured = sink.capture(self, site, tensors)
+            if captured is None:
+                self.unobservable = sink.unobservable
+                return tf.constant(0, tf.int64)
+            return captured
         replica = _replica_id()
 
         def record(*values: np.ndarray) -> np.int64:

@@ -139,6 +139,15 @@ def _builder(probe: Probe) -> Callable[[], Any]:
 
 
 def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> VariantResult:
+    """Classify one outcome (`_classify`); a note the context made is added to the message."""
+    result = _classify(probe, downstream, outcome)
+    if outcome.note is None:
+        return result
+    message = f"{result.message}; {outcome.note}" if result.message else f"{probe.where}: {outcome.note}"
+    return dataclasses.replace(result, message=message)
+
+
+def _classify(probe: Probe, downstream: Downstream, outcome: Outcome) -> VariantResult:
     """Classify one outcome: user-code problems are `error`, TensorFlow refusing to build is `unsupported`.
 
     A gradient of the wrong dtype or shape is handed to TensorFlow as returned: where TensorFlow raises,

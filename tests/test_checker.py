@@ -123,6 +123,20 @@ def test_extra_calls_with_only_zero_upstreams_are_zero_calls_not_a_breaking_diff
     assert [(d.kind, d.breaking) for d in nonzero_extra] == [("calls", True)]
 
 
+def test_zeros_of_another_shape_for_an_integer_output_are_representation_only():
+    def int_zeros(shape):
+        value = np.zeros(shape, np.int32)
+        return Upstream("dense", "int32", (None, 3), value=value)
+
+    (difference,) = compare(result(upstream=int_zeros((1, 3))), result(upstream=int_zeros((4, 3))))
+    assert (difference.kind, difference.where, difference.breaking) == ("zeros_shape", "upstream[0]", False)
+    float_zeros = Upstream("dense", "float32", (None, 3), value=np.zeros((1, 3), np.float32))
+    wider = Upstream("dense", "float32", (None, 3), value=np.zeros((4, 3), np.float32))
+    assert [d.kind for d in compare(result(upstream=float_zeros), result(upstream=wider))] == ["shape"]
+    nonzero = Upstream("dense", "int32", (None, 3), value=np.ones((1, 3), np.int32))
+    assert [d.kind for d in compare(result(upstream=nonzero), result(upstream=int_zeros((4, 3))))] == ["shape"]
+
+
 def test_indexed_slices_without_dense_shape_compare_without_inventing_one():
     unknown = Upstream("indexed_slices", "float32", (2,), value=np.array([1.0, 2.0], np.float32),
                        indices=np.array([3, 1]), dense_shape=None)

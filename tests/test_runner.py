@@ -27,7 +27,7 @@ def seed_runs(seed_spec):
 def test_seed_runs_in_every_variant(seed_runs, downstream):
     results = seed_runs[downstream]
     assert [r.variant for r in results] == list(compat.VARIANTS)
-    assert len(results) == 44
+    assert len(results) == 52
     assert all(r.status in compat.STATUSES for r in results)
     for result in results:
         assert result.variant == f"{result.mechanism}@{result.context}"
@@ -205,6 +205,9 @@ def test_run_accepts_a_downstream_and_variant_globs(seed_spec):
         if result.context == "keras_fit":  # model.fit differentiates its scalar loss: no grad_ys to pass
             assert result.status == "unsupported" and "grad_ys" in result.message
             continue
+        if result.context == "saved_model_stripped":  # the loader has no gradient for the op: nothing received
+            assert result.status == "unsupported" and result.upstream is None
+            continue
         np.testing.assert_array_equal(result.upstream[0].value, [3.0, 3.0, 3.0])
 
 
@@ -266,4 +269,4 @@ def test_a_context_that_fails_itself_makes_error_cells_for_its_variants_only(see
     assert broken.status == "error"
     assert "context `eager_tape` failed with TensorFlow" in broken.message and "LossScaleOptimizer" in broken.message
     assert all(r.status == "ok" for v, r in results.items() if v not in ("custom_gradient@eager_tape",)
-               and r.context not in ("mixed_precision",)), {v: r.message for v, r in results.items()}
+               and r.context not in ("mixed_precision", "saved_model_stripped")), {v: r.message for v, r in results.items()}

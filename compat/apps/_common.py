@@ -88,6 +88,11 @@ def stdout_kept_for_report() -> Iterator[TextIO]:
             os.close(saved_fd)
 
 
+def tensorflow_chatter_wanted() -> bool:
+    """Whether `--verbosity=0` (INFO) or more asks to see TensorFlow's start-up chatter."""
+    return bool(flags.FLAGS["verbosity"].present and logging.get_verbosity() >= logging.INFO)
+
+
 def import_tensorflow_quietly() -> None:
     """Import TensorFlow with its start-up chatter hidden, unless `--verbosity=0` (INFO) or more is given.
 
@@ -95,8 +100,7 @@ def import_tensorflow_quietly() -> None:
     says, so the process's stderr is redirected to a temporary file for the import; if the import fails,
     what it printed is replayed before the error.
     """
-    asked = flags.FLAGS["verbosity"].present and logging.get_verbosity() >= logging.INFO
-    if "tensorflow" in sys.modules or asked:
+    if "tensorflow" in sys.modules or tensorflow_chatter_wanted():
         import tensorflow  # noqa: F401
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

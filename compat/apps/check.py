@@ -20,6 +20,7 @@ from compat.apps._common import (
     EXIT_USAGE,
     ProgressBar,
     import_tensorflow_quietly,
+    tensorflow_chatter_wanted,
     prepare_output,
     run_app,
     stdout_kept_for_report,
@@ -65,6 +66,10 @@ LOSS = flags.DEFINE_string(
     "and outputs (all of them), with tf and np in scope, e.g. 'tf.reduce_sum(y * 3.0)'; or path/to/file.py:NAME, "
     "a callable loss(*outputs) -> tensor (or a compat.Downstream). The expression runs as Python code. Alone it "
     "replaces the built-in scenarios; with --scenarios, `custom` is run after them.")
+JOBS = flags.DEFINE_integer(
+    "jobs", None, "Worker processes running the specs (each imports TensorFlow once; the report is the same as "
+    "with one). Default: the CPUs this process may use; 1 runs everything in this process, as before.",
+    lower_bound=1)
 LIST = flags.DEFINE_bool("list", False, "List catalogue specs, scenarios, variants and dtypes, then exit.")
 
 
@@ -154,40 +159,29 @@ def _view() -> View:
 
 def _run_check() -> CheckReport:
     """Load the specs and run the matrix; any user code that runs here may print, but not to the report."""
-    from compat.apps._loss import LOSS_SCENARIO, LossError, parse_loss, try_loss
+    from compat.apps._loss import LossError, try_loss
     from compat.apps._names import check_names
-    from compat.loading import SpecLoadError, load_specs
-    from compat.matrix import check
-    from compat.scenarios import Scenario, loss_scenario
+    from compat.apps._request import CheckRequest
+    from compat.loading import SpecLoadError
+    from compat.workers import check_in_workers
 
     try:
         check_names(SPECS.value, SCENARIOS.value, VARIANTS.value, REFERENCE.value)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
+    request = CheckRequest(tuple(SPECS.value) if SPECS.value else None,
+                           tuple(SCENARIOS.value) if SCENARIOS.value else None, LOSS.value or None)
     try:
-        from compat.catalogue import CATALOGUE
-
-        specs = load_specs(SPECS.value or list(CATALOGUE))
-    except SpecLoadError as exc:
+        specs, scenarios, loss = request.load()
+        if loss is not None:
+            try_loss(request.loss or "", loss, specs)
+    except (SpecLoadError, LossError) as exc:
         raise _usage_error(str(exc)) from None
-    scenarios: list[str | Scenario] | None = list(SCENARIOS.value) if SCENARIOS.value else None
-    if LOSS.value:
-        try:
-            loss = parse_loss(LOSS.value)
-            try_loss(LOSS.value, loss, specs)
-        except LossError as exc:
-            raise _usage_error(str(exc)) from None
-        custom = loss_scenario(loss, LOSS_SCENARIO, f"your loss: {LOSS.value}")
-        scenarios = scenarios or [LOSS_SCENARIO]
-        scenarios = [custom if name == LOSS_SCENARIO else name for name in scenarios]
-        if custom not in scenarios:
-            scenarios.append(custom)
-    elif scenarios and LOSS_SCENARIO in scenarios:
-        raise _usage_error(f"the scenario `{LOSS_SCENARIO}` is your --loss: give one, e.g. "
-                           "--loss='tf.reduce_sum(y * 3.0)'")
+    progress = _CheckProgress() if wants_progress(PROGRESS.value) else None
     try:
-        return check(specs, scenarios=scenarios, dtypes=DTYPES.value, variants=VARIANTS.value,
-                     reference=REFERENCE.value, progress=_CheckProgress() if wants_progress(PROGRESS.value) else None)
+        return check_in_workers(request, dtypes=DTYPES.value, variants=VARIANTS.value, reference=REFERENCE.value,
+                                jobs=JOBS.value, progress=progress, quiet_import=not tensorflow_chatter_wanted(),
+                                loaded=(specs, scenarios))
     except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
         raise _usage_error(str(exc)) from None
 

@@ -10,14 +10,15 @@ from compat.contexts.keras_fit import KerasFit
 from compat.contexts.mirrored import MirroredTape, MirroredV1
 from compat.contexts.mixed_precision import MixedPrecision
 from compat.contexts.multi_worker import MultiWorker
+from compat.contexts.saved_model import SavedModel, SavedModelStripped
 from compat.contexts.wrapped import OuterTape, WrapFunction
 from compat.contexts.xla import XlaGradients, XlaTape
 
 ALL_CONTEXTS: dict[str, Context] = {
     context.name: context
     for context in (V1Session(), V1Tape(), EagerTape(), FunctionTape(), FunctionGradients(), OuterTape(),
-                    WrapFunction(), XlaTape(), XlaGradients(), MixedPrecision(), KerasFit(), MirroredTape(),
-                    MirroredV1(), MultiWorker())
+                    WrapFunction(), XlaTape(), XlaGradients(), MixedPrecision(), KerasFit(), SavedModel(),
+                    SavedModelStripped(), MirroredTape(), MirroredV1(), MultiWorker())
 }
 """Every context, the opt-in (distributed) ones included."""
 

@@ -30,7 +30,9 @@ class Case:
 
     `before_run` is called before each attempt to run the case (a context may retry a case alone after a
     batched run failed), so run-time records start afresh. `probe` records the gradient function's calls
-    (a distributed context reads them between its runs, each worker's own records included).
+    (a distributed context reads them between its runs, each worker's own records included). Cases of one
+    probe's variant tend to fail alike, so a context that must find the failing cases of a batch splits it by
+    variant first.
     """
 
     build: Callable[[], BuiltOp]
@@ -64,6 +66,9 @@ class Outcome:
     """A distributed context's per-replica records (both loss scalings); `input_grads` are then reduced."""
     scaled_input_grads: tuple[np.ndarray | None, ...] = ()
     global_batch: int | None = None
+    note: str | None = None
+    """Something the context observed that the cell's message must say (e.g. two ways of differentiating
+    disagreed), or None."""
 
 
 def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcome:

@@ -60,14 +60,14 @@ table.matrix { border-collapse: separate; border-spacing: 0; background: #fff; b
   background: #fff; position: sticky; top: 0; }
 .matrix thead tr.ctx th { top: 25px; }
 .matrix th.mech { font-family: ui-monospace, Menlo, Consolas, monospace; border-left: 3px solid #f6f8fa; }
-.matrix th.ctx-h { font-weight: 500; color: var(--muted); min-width: 19px; padding: 4px 0; font-size: 10px; }
+.matrix th.ctx-h { font-weight: 500; color: var(--muted); min-width: 16px; padding: 4px 0; font-size: 10px; }
 .matrix th.ctx-h.native { color: var(--native); font-weight: 700; box-shadow: inset 0 3px 0 var(--native); }
 .matrix th.ctx-h.cross { font-style: italic; }
 .matrix th.row-h { text-align: left; padding: 2px 10px; font-weight: 500; white-space: nowrap; }
 .matrix tr.spec-row th { text-align: left; background: #eef1f4; padding: 5px 10px; font-size: 13px;
   white-space: normal;
   border-top: 1px solid var(--line); border-bottom: 1px solid var(--line); }
-.matrix td.cell { height: 24px; min-width: 19px; cursor: pointer; font-weight: 600; font-size: 13px;
+.matrix td.cell { height: 24px; min-width: 16px; cursor: pointer; font-weight: 600; font-size: 13px;
   border: 1px solid #fff; }
 .matrix td.cell.group-start, .matrix th.group-start { border-left: 3px solid #f6f8fa; }
 .matrix td.cell.native { outline: 1px solid rgba(29,78,216,.35); outline-offset: -3px; }

@@ -2,9 +2,11 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from absl import app
@@ -121,6 +123,10 @@ def _app(tmp_path, *args):
                           cwd=tmp_path, env=env, timeout=300)
 
 
+OUTER = {"outer_tape", "wrap_function", "saved_model"}
+"""Contexts whose tape is outside the function holding the op (a loaded SavedModel's too)."""
+
+
 def test_hostile_specs_are_named_errors_and_json_on_stdout_stays_clean(tmp_path):
     (tmp_path / "hostile.py").write_text(HOSTILE)
     names = ["GOOD", "NOISY", "EXITS", "NONE_FORWARD", "ONLY_NONE"]
@@ -131,7 +137,7 @@ def test_hostile_specs_are_named_errors_and_json_on_stdout_stays_clean(tmp_path)
     assert "user gradient printing" in done.stderr and "user module printing" in done.stderr
     native, outer = {}, set()
     for cell in report["cells"]:
-        if cell["native"] and cell["context"] in ("outer_tape", "wrap_function") and cell["spec"] == "only_none":
+        if cell["native"] and cell["context"] in OUTER and cell["spec"] == "only_none":
             outer.add(cell["status"])  # TensorFlow never runs a backward function whose gradients are all None
         elif cell["native"]:
             native.setdefault(cell["spec"], set()).add(cell["status"])
@@ -141,8 +147,7 @@ def test_hostile_specs_are_named_errors_and_json_on_stdout_stays_clean(tmp_path)
     assert native["exits"] == {"error"} and native["none_forward"] == {"error"}
     assert {c["spec"] for c in report["cells"] if c["unexpected"] and c["spec"] != "only_none"} == {
         "exits", "none_forward"}
-    assert {c["context"] for c in report["cells"] if c["unexpected"] and c["spec"] == "only_none"} <= {
-        "outer_tape", "wrap_function"}
+    assert {c["context"] for c in report["cells"] if c["unexpected"] and c["spec"] == "only_none"} <= OUTER
     # No start-up chatter from TensorFlow unless --verbosity asks for it.
     assert "oneDNN" not in done.stderr
 
@@ -251,3 +256,33 @@ def test_quiet_prints_only_the_verdict_and_unexpected_cells(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.splitlines() == ["Unexpected differences in native variants", "  none", "",
                                 "OK: every native variant agrees with defun_grad_func@v1_session"]
+
+
+def test_ctrl_c_kills_every_worker_and_exits_130(tmp_path):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    run = subprocess.Popen([sys.executable, "-m", "compat.apps.check", "--jobs=2", "--format=json"], cwd=tmp_path,
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    group = run.pid  # the app leads its own process group, as a shell's foreground job does
+    deadline = time.monotonic() + 120
+    while len(_processes_in(group)) < 3 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)  # until the workers have started
+    assert len(_processes_in(group)) >= 3, "the workers never started"
+    os.killpg(group, signal.SIGINT)  # Ctrl-C reaches every process of the terminal's foreground group
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "compat-check: interrupted" and out == ""
+    while _processes_in(group) and time.monotonic() < deadline:
+        time.sleep(0.2)  # multiprocessing's resource tracker leaves once the app is gone
+    assert not _processes_in(group)
+
+
+def _processes_in(group):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == group and "Z" not in open(f"/proc/{entry}/stat").read().split(")")[1][:3]:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found

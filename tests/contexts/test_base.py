@@ -8,9 +8,10 @@ from compat.contexts import CONTEXTS, Case
 from compat.downstream import SUM, Downstream
 
 X = np.array([1.0, -2.0, 3.0], np.float32)
-EXACT = [name for name in CONTEXTS if name != "mixed_precision"]
+EXACT = [name for name in CONTEXTS if name not in ("mixed_precision", "saved_model_stripped")]
 """Contexts that compute these values exactly (mixed_precision overflows them in float16 under its 2**15 loss
-scale, as training would: tests/contexts/test_mixed_precision.py)."""
+scale, as training would: tests/contexts/test_mixed_precision.py; saved_model_stripped drops the custom
+gradients these ops rely on: tests/contexts/test_saved_model.py)."""
 WITH_GRAD_YS_AND_SECOND_ORDER = [name for name in EXACT if name != "keras_fit"]
 """Contexts that take grad_ys and second order (model.fit cannot: tests/contexts/test_keras_fit.py)."""
 
@@ -99,4 +100,5 @@ def test_tape_contexts_declare_it():
     assert {name for name, context in CONTEXTS.items() if context.uses_tape} == {"v1_tape", "eager_tape",
                                                                                  "function_tape", "outer_tape",
                                                                                  "wrap_function", "xla_tape",
-                                                                                 "mixed_precision", "keras_fit"}
+                                                                                 "mixed_precision", "keras_fit",
+                                                                                 "saved_model", "saved_model_stripped"}

@@ -1,0 +1,129 @@
+"""The saved upstream log: gradient functions traced for a SavedModel append their upstreams to a saved variable.
+
+A `tf.numpy_function` cannot run in the process that loads a SavedModel, so while saving, every probe's
+upstream tensors are serialized and appended (after a header naming the call site) to one string `tf.Variable`
+saved with the model. The loading process returns the log's entries after differentiating; `deliver` records one
+call per logged entry, so a gradient function that never ran in the loader records nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from compat.contexts.base import Outcome
+from compat.contexts.saved_model_loader import decode_array
+from compat.dtypes import tolerance_for
+from compat.probe import Probe
+from compat.results import Upstream, intern_array
+
+Call = tuple[Probe, tuple[Upstream, ...]]
+
+
+class LoggedUpstreams:
+    """An `UpstreamSink` appending each captured call to `log`, a string tf.Variable of unknown length."""
+
+    unobservable = ("the gradient function was built where the saved upstream log (a tf.Variable) cannot be "
+                    "assigned; calls and upstreams are unknown")
+
+    def __init__(self, log: tf.Variable):
+        self.log = log
+        self._sites: dict[bytes, tuple[Probe, Any, int]] = {}
+
+    def capture(self, probe: Probe, site: Any, tensors: list[tf.Tensor]) -> Any:
+        if tf.executing_eagerly():
+            return None
+        key = str(len(self._sites)).encode()
+        try:
+            entries = tf.stack([tf.io.serialize_tensor(tf.constant(key)),
+                                *(tf.io.serialize_tensor(tensor) for tensor in tensors)])
+            appended = self.log.assign(tf.concat([self.log, entries], 0), read_value=False)
+        except Exception:  # noqa: BLE001 - a graph that cannot capture the variable: not observable, never guessed
+            return None
+        self._sites[key] = (probe, site, len(tensors))
+        return appended if appended is not None else tf.constant(0, tf.int64)
+
+    def parse(self, entries: Sequence[str]) -> list[Call]:
+        """The calls logged in `entries` (base64 TensorProtos, as the loader returns them), in order."""
+        values = [decode_array(entry) for entry in entries]
+        calls: list[Call] = []
+        position = 0
+        while position < len(values):
+            key = values[position].item()
+            if key not in self._sites:
+                raise RuntimeError(f"the loaded upstream log names call site {key!r}, which this process never "
+                                   f"traced; the SavedModel and its cases are out of step")
+            probe, site, count = self._sites[key]
+            tensors = [intern_array(value) for value in values[position + 1: position + 1 + count]]
+            calls.append((probe, site.records(tensors)))
+            position += 1 + count
+        return calls
+
+    def deliver(self, entries: Sequence[str]) -> None:
+        """Record one call per logged entry on the probe that traced it."""
+        for probe, call in self.parse(entries):
+            with probe._lock:
+                probe.calls.append(call)
+                probe.call_replicas.append(None)
+
+
+def loader_notes(tape: Outcome, gradients: Outcome, tape_calls: Sequence[Call],
+                 gradients_calls: Sequence[Call]) -> str | None:
+    """How tf.gradients in a tf.function disagreed with the eager tape in the loading process, or None."""
+    problems: list[str] = []
+    if (tape.error is None) != (gradients.error is None):
+        failed, other = ("the tape", "tf.gradients") if tape.error is not None else ("tf.gradients", "the tape")
+        error = tape.error or gradients.error
+        problems.append(f"{failed} failed ({type(error).__name__}: {_first_line(error)}) where {other} did not")
+    elif tape.error is not None and type(tape.error) is not type(gradients.error):
+        problems.append(f"tf.gradients failed with {type(gradients.error).__name__}: {_first_line(gradients.error)}")
+    if tape.input_grads is not None and gradients.input_grads is not None:
+        problems += _grad_differences(tape, gradients)
+    if len(tape_calls) != len(gradients_calls):
+        problems.append(f"the gradient function ran {len(gradients_calls)} time(s) under tf.gradients, "
+                        f"{len(tape_calls)} under the tape")
+    else:
+        for number, ((_, mine), (_, theirs)) in enumerate(zip(tape_calls, gradients_calls)):
+            problems += [f"call {number}: {problem}" for problem in _upstream_differences(mine, theirs)]
+    if not problems:
+        return None
+    return "in the loading process, tf.gradients inside a tf.function disagreed with the eager tape: " + "; ".join(problems)
+
+
+def _first_line(error: BaseException | None) -> str:
+    return str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape:
+        return False
+    tolerance = tolerance_for(a.dtype.name if a.dtype.kind == "f" or a.dtype.name == "bfloat16" else "float32")
+    return bool(np.allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=tolerance.rtol,
+                            atol=tolerance.atol, equal_nan=True))
+
+
+def _grad_differences(tape: Outcome, gradients: Outcome) -> list[str]:
+    problems = []
+    assert tape.input_grads is not None and gradients.input_grads is not None
+    kinds = zip(tape.input_grad_kinds or (), gradients.input_grad_kinds or ())
+    for index, ((a, b), (kind_a, kind_b)) in enumerate(zip(zip(tape.input_grads, gradients.input_grads), kinds)):
+        if kind_a != kind_b:
+            problems.append(f"input_grad[{index}] is {kind_b} under tf.gradients, {kind_a} under the tape")
+        if a is not None and b is not None and not _close(a, b):
+            problems.append(f"input_grad[{index}] values differ (tf.gradients {np.array2string(b, threshold=6)}, "
+                            f"tape {np.array2string(a, threshold=6)})")
+    return problems
+
+
+def _upstream_differences(mine: tuple[Upstream, ...], theirs: tuple[Upstream, ...]) -> list[str]:
+    problems = []
+    for index, (a, b) in enumerate(zip(mine, theirs)):
+        if a.kind != b.kind:
+            problems.append(f"upstream[{index}] is {b.kind} under tf.gradients, {a.kind} under the tape")
+        elif a.value is not None and b.value is not None and not (
+                _close(a.value, b.value) and (a.indices is None or (b.indices is not None and np.array_equal(a.indices, b.indices)))):
+            problems.append(f"upstream[{index}] values differ")
+    return problems

@@ -1,0 +1,254 @@
+"""Run a check's (spec, dtype) units in worker processes, each importing TensorFlow once; merge in report order.
+
+Specs hold user functions, which cannot be sent to another process, so every worker loads the specs itself
+with a picklable `load` (e.g. the references given to `--specs`, through compat.loading) and runs the units
+it is handed through `compat.matrix.check_unit`, the code path of a one-process check. A worker that dies
+(a segfault, `os._exit`, the kernel's OOM killer) turns the unit it was running into `error` cells saying
+so, and a fresh worker takes over the remaining units.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import signal
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from compat.checker import DEFAULT_REFERENCE
+
+if TYPE_CHECKING:  # this module is imported by every worker before TensorFlow, which it imports quietly
+    from compat.matrix import CheckReport, Plan, Progress, UnitResult
+    from compat.scenarios import Scenario
+    from compat.spec import GradientSpec
+
+Workload = tuple[Sequence["GradientSpec"], Sequence["str | Scenario"] | None]
+"""What a loader returns: the specs, and the scenarios (names or Scenario objects; None for all)."""
+
+Loader = Callable[[], Workload]
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Config:
+    """Everything a worker needs, picklable: how to load the workload and the check's other axes."""
+
+    load: Loader
+    dtypes: tuple[str, ...]
+    variants: tuple[str, ...] | None
+    reference: str
+    spec_names: tuple[str, ...]
+    quiet_import: bool
+
+
+def check_in_workers(load: Loader, dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
+                     reference: str = DEFAULT_REFERENCE, jobs: int | None = None, progress: Progress | None = None,
+                     quiet_import: bool = True, loaded: Workload | None = None) -> CheckReport:
+    """`compat.matrix.check(*load(), dtypes, variants, reference)` with its units spread over `jobs` worker
+    processes (default: the usable CPUs), giving the same report as one process.
+
+    `load` must be picklable (a module-level function, or an instance of a module-level class) and return
+    the same specs in every process. It also runs here, for the report's axes, unless `loaded` is what it
+    returned already. With one job, or one unit, everything runs in this process.
+    """
+    from compat.matrix import assemble, check, plan, units
+
+    specs, scenarios = loaded if loaded is not None else load()
+    chosen = plan(scenarios, dtypes, variants, reference)
+    todo = units(specs, chosen)
+    workers = min(jobs or usable_cpus(), len(todo))
+    if workers <= 1:
+        return check(specs, scenarios, dtypes, variants, reference, progress)
+    config = _Config(load, chosen.dtypes, tuple(variants) if variants is not None else None, reference,
+                     tuple(spec.name for spec in specs), quiet_import)
+    labels = [f"{specs[index].name} {dtype}" for index, dtype in todo]
+    results = _Pool(config, workers).run(todo, labels, chosen, progress)
+    return assemble(specs, chosen, results)
+
+
+class _Worker:
+    """One worker process and the unit it is running (None when idle)."""
+
+    def __init__(self, context: Any, config: _Config) -> None:
+        self.connection, child = context.Pipe()
+        # Pickled here, unpickled by the worker once it has imported TensorFlow quietly (loading may import it).
+        self.process = context.Process(target=_serve, args=(child, pickle.dumps(config), config.quiet_import),
+                                       name="gradcompat-worker")
+        self.process.start()
+        child.close()
+        self.unit: int | None = None
+
+    def stop(self, kill: bool) -> None:
+        if kill and self.process.is_alive():
+            self.process.kill()
+        elif self.process.is_alive():
+            try:
+                self.connection.send(None)
+            except OSError:
+                pass
+        self.process.join(timeout=None if kill else 10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.connection.close()
+
+
+class _Pool:
+    """Hands units to idle workers, collects results by unit, replaces workers that die."""
+
+    def __init__(self, config: _Config, size: int) -> None:
+        self.config, self.size = config, size
+        self.context = multiprocessing.get_context("spawn")
+        self.todo: Sequence[tuple[int, str]] = ()
+
+    def run(self, todo: Sequence[tuple[int, str]], labels: Sequence[str], chosen: Plan,
+            progress: Progress | None) -> list[UnitResult]:
+        self.todo = todo
+        results: dict[int, UnitResult] = {}
+        pending = collections.deque(range(len(todo)))
+        workers: list[_Worker] = []
+        if progress:
+            progress(0, len(todo), "starting workers")
+        try:
+            for _ in range(self.size):
+                workers.append(self._start(pending))
+            while len(results) < len(todo):
+                busy = [worker for worker in workers if worker.unit is not None]
+                ready = multiprocessing.connection.wait(
+                    [worker.connection for worker in busy] + [worker.process.sentinel for worker in busy])
+                for worker in busy:
+                    if worker.connection not in ready and worker.process.sentinel not in ready:
+                        continue
+                    unit = worker.unit
+                    assert unit is not None
+                    result = self._receive(worker, todo[unit], chosen)
+                    results[unit] = result
+                    if progress:
+                        progress(len(results), len(todo), labels[unit])
+                    worker.unit = None
+                    if worker.process.is_alive() or not pending:
+                        self._assign(worker, pending)
+                    else:  # it died: a fresh one takes the remaining units
+                        worker.stop(kill=True)
+                        workers[workers.index(worker)] = self._start(pending)
+        except BaseException:
+            for worker in workers:
+                worker.stop(kill=True)
+            raise
+        for worker in workers:
+            worker.stop(kill=False)
+        return [results[unit] for unit in range(len(todo))]
+
+    def _start(self, pending: collections.deque[int]) -> _Worker:
+        worker = _Worker(self.context, self.config)
+        self._assign(worker, pending)
+        return worker
+
+    def _assign(self, worker: _Worker, pending: collections.deque[int]) -> None:
+        if pending and worker.process.is_alive():
+            worker.unit = pending.popleft()
+            try:
+                worker.connection.send(self.todo[worker.unit])
+            except OSError:
+                pass  # it died meanwhile: its sentinel says so
+        elif worker.process.is_alive():
+            worker.stop(kill=False)
+
+    def _receive(self, worker: _Worker, unit: tuple[int, str], chosen: Plan) -> UnitResult:
+        from compat.matrix import broken_spec_cells
+
+        index, dtype = unit
+        name = self.config.spec_names[index]
+        try:
+            if worker.connection.poll():
+                kind, payload = worker.connection.recv()
+                if kind == "done":
+                    return payload
+                return broken_spec_cells(name, dtype, chosen, payload), []
+        except Exception:  # noqa: BLE001 - it died while sending: what it sent is lost
+            pass
+        worker.process.join()
+        return broken_spec_cells(name, dtype, chosen, f"the worker process running this spec {_death(worker.process.exitcode)}"), []
+
+
+def _death(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (the system may have run out of memory)" if -code == signal.SIGKILL else ""
+        return f"was killed by {name}{hint}; run this spec alone with --jobs=1 to see the crash itself"
+    return (f"exited with code {code} before returning its result (user code called os._exit, or the "
+            f"process crashed); run this spec alone with --jobs=1 to see the crash itself")
+
+
+def _serve(connection: Any, pickled_config: bytes, quiet_import: bool) -> None:
+    """A worker's loop: load once, then run each unit it is sent until it is sent None."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it kills the workers
+    problem = None
+    try:
+        _import_tensorflow(quiet_import)
+        from compat.matrix import check_unit, plan
+
+        config: _Config = pickle.loads(pickled_config)
+        specs, scenarios = config.load()
+        names = tuple(spec.name for spec in specs)
+        if names != config.spec_names:
+            problem = (f"the worker process loaded specs {list(names)}, not {list(config.spec_names)}: spec "
+                       f"loading must give the same specs in every process (or run with --jobs=1)")
+        chosen = plan(scenarios, config.dtypes, config.variants, config.reference)
+    except BaseException as exc:  # noqa: BLE001 - reported as the cells of every unit this worker is sent
+        what = f"SystemExit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        problem = f"the worker process could not load the specs: {what}"
+    while True:
+        try:
+            unit = connection.recv()
+        except (EOFError, OSError):
+            return
+        if unit is None:
+            return
+        if problem is not None:
+            connection.send(("failed", problem))
+            continue
+        index, dtype = unit
+        result = check_unit(specs[index], dtype, chosen)
+        try:
+            connection.send(("done", result))
+        except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+            connection.send(("failed", f"the worker process could not send its result: {type(exc).__name__}: {exc}"))
+
+
+def _import_tensorflow(quiet: bool) -> None:
+    """Import TensorFlow, its start-up chatter (printed from C++ whatever the log level) hidden when `quiet`."""
+    if not quiet:
+        import tensorflow  # noqa: F401
+
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow  # noqa: F401
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)

@@ -1,0 +1,32 @@
+"""benchmarks/check_matrix.py exits 0 when its targets are met, 1 when one is missed, 2 on a usage error."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "check_matrix.py"
+TINY = ["--specs=sign_ste", "--scenarios=sum", "--repeats=1"]
+
+
+def _run(*args):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_met_targets_exit_0_and_every_process_is_measured():
+    done = _run("--specs=sign_ste,scaled_ste", "--scenarios=sum", "--noone_process", "--jobs=1,2",
+                "--app_target=1000")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "result: PASS" in done.stdout and "load average" in done.stdout
+    assert "equal (80 cells)" in next(line for line in done.stdout.splitlines() if line.startswith("report --jobs=2"))
+    workers_line = next(line for line in done.stdout.splitlines() if "worker" in line and "peak RSS" in line)
+    assert workers_line.count("worker ") == 2  # the main process and both workers, each with its own peak
+
+
+def test_a_missed_target_exits_1_and_a_usage_error_2():
+    missed = _run(*TINY, "--noapp", "--target=0")
+    assert missed.returncode == 1, missed.stdout + missed.stderr
+    assert "MISS" in missed.stdout
+    unknown = _run("--specs=no_such_spec")
+    assert unknown.returncode == 2 and "unknown spec(s) ['no_such_spec']" in unknown.stderr

@@ -1,0 +1,102 @@
+"""saved_model and saved_model_stripped: saved, loaded in another process, differentiated there, never guessed."""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat
+from compat.contexts import CONTEXTS
+from compat.downstream import Downstream
+from compat.runner import run_matrix
+
+X = np.array([1.0, -2.0, 3.0], np.float32)
+W = np.array([0.5, -4.0, 2.0], np.float32)
+SIDE_EFFECTS = Path(tempfile.mkdtemp(prefix="gradcompat-test-")) / "pids"
+"""Each run of the gradient function's Python body appends its process id here (a side effect any process sees)."""
+
+
+def _half_square_gradient(inputs, outputs, upstreams):
+    with open(SIDE_EFFECTS, "a") as file:
+        file.write(f"{os.getpid()}\n")
+    return [0.5 * upstreams[0]]
+
+
+SQUARE = compat.GradientSpec("half_square", lambda x: x * x, _half_square_gradient, [X])
+"""x * x with the gradient 0.5 * dy: TensorFlow's own gradient of the forward (2x) is told apart from it."""
+
+WEIGHTED = Downstream("weighted", lambda y: tf.reduce_sum(y * W))
+STOPPED = Downstream("stopped", lambda y: tf.reduce_sum(tf.stop_gradient(y)))
+
+
+@pytest.fixture(scope="module")
+def results():
+    """One batch per context: every mechanism under both downstreams, and the eager reference."""
+    variants = ["*@saved_model", "*@saved_model_stripped", "custom_gradient@eager_tape"]
+    found = run_matrix(SQUARE, [WEIGHTED, STOPPED], variants)
+    return {(r.variant, r.downstream): r for r in found}
+
+
+def test_the_gradient_runs_in_the_loading_process_not_in_python_here(results):
+    saved = results["custom_gradient@saved_model", "weighted"]
+    assert saved.status == "ok" and saved.calls == 1, saved.message
+    # Its Python body ran here only (traced while saving, and eager_tape's call); the call was logged in the loader.
+    assert set(SIDE_EFFECTS.read_text().split()) == {str(os.getpid())} and saved.traces >= 1
+    assert CONTEXTS["saved_model"]._loader._process.pid != os.getpid()
+
+
+def test_custom_gradient_upstream_is_captured_in_the_loader_and_equals_the_eager_one(results):
+    saved, eager = results["custom_gradient@saved_model", "weighted"], results["custom_gradient@eager_tape", "weighted"]
+    np.testing.assert_array_equal(saved.upstream[0].value, W)
+    np.testing.assert_array_equal(saved.upstream[0].value, eager.upstream[0].value)
+    np.testing.assert_array_equal(saved.input_grads[0], 0.5 * W)
+    assert saved.message == ""  # tf.gradients in the loader agreed with the tape
+
+
+def test_defun_gradients_do_not_survive_the_round_trip_tensorflow_differentiates_the_forward(results):
+    for context in ("saved_model", "saved_model_stripped"):
+        for mechanism in ("defun_grad_func", "defun_python_grad_func"):
+            result = results[f"{mechanism}@{context}", "weighted"]
+            assert result.status == "not_called" and result.calls == 0, result.message
+            np.testing.assert_allclose(result.input_grads[0], 2 * X * W)  # d(x*x)/dx, not 0.5 * dy
+
+
+def test_override_map_cannot_be_saved_tensorflow_traces_registered_gradients_without_the_op(results):
+    result = results["override_map@saved_model", "weighted"]
+    assert result.status == "unsupported" and "'NoneType' object has no attribute 'inputs'" in result.message
+
+
+def test_stripped_custom_gradient_is_not_called_the_loader_has_no_gradient_for_its_op(results):
+    result = results["custom_gradient@saved_model_stripped", "weighted"]
+    assert result.status == "unsupported" and result.calls == 0
+    assert "LookupError: No gradient defined for operation'IdentityN'" in result.message
+    assert not compat.is_native("custom_gradient@saved_model_stripped")
+
+
+def test_a_disagreement_between_the_tape_and_tf_gradients_in_the_loader_is_reported(results):
+    # The tape differentiates the loaded forward even when the loss stops the gradient; tf.gradients does not.
+    result = results["custom_gradient@saved_model_stripped", "stopped"]
+    assert result.status == "unsupported"
+    assert "tf.gradients inside a tf.function disagreed with the eager tape: the tape failed (LookupError" in result.message
+
+
+def test_a_crashing_loader_becomes_error_cells_naming_it(monkeypatch):
+    context = CONTEXTS["saved_model"]
+    monkeypatch.setattr(context, "loader_command", lambda: [sys.executable, "-c", "import os; os.abort()"])
+    results = compat.run(SQUARE, None, ["custom_gradient@saved_model", "defun_grad_func@saved_model"])
+    for result in results:
+        assert result.status == "error" and result.calls == 0
+        assert "failed at run time: LoaderFailed: the SavedModel loading process exited with code" in result.message
+
+
+def test_a_hanging_loader_is_killed_after_its_timeout(monkeypatch):
+    context = CONTEXTS["saved_model"]
+    monkeypatch.setattr(context, "loader_command", lambda: [sys.executable, "-c", "import time; time.sleep(600)"])
+    monkeypatch.setattr(context, "timeout_seconds", 1.0)
+    (result,) = compat.run(SQUARE, None, "custom_gradient@saved_model")
+    assert result.status == "error" and "did not finish within 1 s and was killed" in result.message
+    assert context._loader._process is None  # killed and reaped, not left running

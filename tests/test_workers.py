@@ -1,0 +1,67 @@
+"""compat.workers: a check spread over worker processes gives the one-process report; a dying worker is cells."""
+
+import json
+import re
+import textwrap
+
+from compat.apps._request import CheckRequest
+from compat.matrix import check
+from compat.reports import render
+from compat.workers import check_in_workers
+
+
+def test_two_workers_give_the_one_process_report():
+    request = CheckRequest(specs=("sign_ste", "scaled_ste", "two_input_mul"), scenarios=("sum", "gather"))
+    specs, scenarios = request()
+    alone = check(specs, scenarios=scenarios)
+    done = []
+    spread = check_in_workers(request, jobs=2, progress=lambda step, total, label: done.append((step, total)))
+    assert _numbers_masked(json.loads(render(spread, "json"))) == _numbers_masked(json.loads(render(alone, "json")))
+    assert {cell.result.status for cell in spread.cells} >= {"ok", "not_called", "unsupported"}
+    assert done[-1] == (3, 3)  # the progress callback saw every unit finish
+
+
+def _numbers_masked(value, key=None):
+    """The report with numbers masked in messages only: they name things numbered per process (a function
+    TensorFlow traced, `__inference_body_67728`; a Defun gradcompat made, `gc_scaled_ste_30`; a Keras
+    layer, `op_layer_1`)."""
+    if isinstance(value, dict):
+        return {k: _numbers_masked(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers_masked(v, key) for v in value]
+    if key in ("message", "detail") and isinstance(value, str):  # a first Keras layer is `op_layer`, then `op_layer_1`
+        return re.sub(r"\d+", "#", re.sub(r"_\d+\b", "", value))
+    return value
+
+
+def test_a_worker_that_dies_turns_its_spec_into_error_cells_and_the_others_still_run(tmp_path, monkeypatch):
+    (tmp_path / "crashing.py").write_text(textwrap.dedent('''
+        import ctypes, os
+        import numpy as np
+        import tensorflow as tf
+        import compat
+
+        def _exits(x):
+            os._exit(7)
+
+        def _segfaults(x):
+            ctypes.string_at(0)
+
+        X = [np.array([1.0, -2.0], np.float32)]
+        GOOD = compat.GradientSpec("good", tf.sign, lambda i, o, u: [u[0]], X, op_type="Sign")
+        EXITS = compat.GradientSpec("exits", _exits, lambda i, o, u: [u[0]], X)
+        SEGFAULTS = compat.GradientSpec("segfaults", _segfaults, lambda i, o, u: [u[0]], X)
+        LAST = compat.GradientSpec("last", tf.sign, lambda i, o, u: [2.0 * u[0]], X, op_type="Sign")
+    '''))
+    monkeypatch.chdir(tmp_path)
+    names = ("crashing.py:EXITS", "crashing.py:GOOD", "crashing.py:SEGFAULTS", "crashing.py:LAST")
+    report = check_in_workers(CheckRequest(specs=names, scenarios=("sum",)), jobs=2,
+                              variants=["custom_gradient@eager_tape", "custom_gradient@v1_session"])
+    by_spec = {}
+    for cell in report.cells:
+        by_spec.setdefault(cell.spec, []).append(cell)
+    assert list(by_spec) == ["exits", "good", "segfaults", "last"]  # report order, whoever finished first
+    assert all(cell.status == "error" and "exited with code 7" in cell.result.message for cell in by_spec["exits"])
+    assert all(cell.status == "error" and "killed by SIGSEGV" in cell.result.message for cell in by_spec["segfaults"])
+    assert all(cell.result.status == "ok" and cell.result.calls == 1 for cell in by_spec["good"] + by_spec["last"])
+    assert report.exit_code == 1
