@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from compat.variants import VARIANTS
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "check_matrix.py"
 TINY = ["--specs=sign_ste", "--scenarios=sum", "--repeats=1"]
 
@@ -19,7 +21,8 @@ def test_met_targets_exit_0_and_every_process_is_measured():
                 "--app_target=1000")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "result: PASS" in done.stdout and "load average" in done.stdout
-    assert "equal (80 cells)" in next(line for line in done.stdout.splitlines() if line.startswith("report --jobs=2"))
+    cells = 2 * len(VARIANTS)  # two specs, one scenario, every variant
+    assert f"equal ({cells} cells)" in next(line for line in done.stdout.splitlines() if line.startswith("report --jobs=2"))
     workers_line = next(line for line in done.stdout.splitlines() if "worker" in line and "peak RSS" in line)
     assert workers_line.count("worker ") == 2  # the main process and both workers, each with its own peak
 
