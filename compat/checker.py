@@ -76,7 +76,7 @@ def compare(result: VariantResult, reference: VariantResult) -> tuple[Difference
                                                                              f"{len(theirs)} in the reference"))
             for index, (upstream, other) in enumerate(zip(mine, theirs, strict=False)):
                 differences += _compare_upstream(f"{prefix}upstream[{index}]", upstream, other,
-                                                 mixed=result.upstream_scale is not None)
+                                                 mixed=result.compute_dtype == "float16")
     if result.input_grads and reference.input_grads:
         differences += _compare_input_grads(result, reference)
     return tuple(differences)
@@ -116,7 +116,7 @@ def _compare_input_grads(result: VariantResult, reference: VariantResult) -> lis
         if kinds == {"dense", "indexed_slices"}:
             differences.append(Difference("sparse_vs_dense", where, f"{_kind(result, index)} here, "
                                                                     f"{_kind(reference, index)} in the reference"))
-        if result.upstream_scale is not None and mine is not None and theirs is not None and theirs.dtype.kind == "f":
+        if result.compute_dtype == "float16" and mine is not None and theirs is not None and theirs.dtype.kind == "f":
             # computed in float16 under a mixed-precision policy: compared at float16's precision
             mine, theirs = mine.astype(np.float16), theirs.astype(np.float16)
         differences += _compare_arrays(where, mine, theirs)

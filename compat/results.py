@@ -135,8 +135,11 @@ class VariantResult:
       input_grads: the gradients TensorFlow computed for each input (dense numpy, or None), whoever made them.
       input_grad_kinds: the form TensorFlow returned each input gradient in: `none`, `dense` or
         `indexed_slices` (its values are in `input_grads`, scattered to the input's shape).
-      upstream_scale: the loss scale every upstream arrived multiplied by (`mixed_precision`); `upstreams`
-        hold the received values divided by it, in the dtype received (float16), so they compare. None: unscaled.
+      upstream_scale: the factor every upstream arrived multiplied by (`mixed_precision`'s loss scale, `keras_fit`'s
+        1 / batch size); `upstreams` hold the received values divided by it, in the dtype received, so they
+        compare. None: unscaled.
+      compute_dtype: the float dtype the context computes in by design (`float16` under `mixed_precision`): values
+        are compared at its precision. None: the inputs' dtype.
       violations: how the gradient function broke its contract (a gradient of the wrong dtype or shape),
         handed to TensorFlow as returned; `status` says what TensorFlow made of it in this context.
       replicas: a distributed context's per-replica records, for both loss scalings; `upstreams` and
@@ -159,6 +162,7 @@ class VariantResult:
     input_grad_kinds: tuple[str, ...] = ()
     violations: tuple[str, ...] = ()
     upstream_scale: float | None = None
+    compute_dtype: str | None = None
     replicas: tuple[ReplicaRecord, ...] = ()
     scaled_input_grads: tuple[np.ndarray | None, ...] = ()
     global_batch: int | None = None

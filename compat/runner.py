@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -157,6 +158,7 @@ def _classify(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
     calls = tuple(probe.calls) if scale is None else tuple(tuple(_unscaled(u, scale) for u in call) for call in probe.calls)
     common: dict[str, Any] = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
                   upstreams=calls, calls=len(probe.calls), traces=probe.traces, upstream_scale=scale,
+                  compute_dtype=outcome.compute_dtype,
                   downstream=downstream.name, violations=tuple(probe.violations), replicas=outcome.replicas,
                   scaled_input_grads=outcome.scaled_input_grads, global_batch=outcome.global_batch)
     if probe.error is not None:
@@ -213,10 +215,17 @@ def _shape_problems(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> t
                  if grad is not None and np.shape(grad) != value.shape)
 
 
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
+
+
 def _tensorflow_message(error: BaseException) -> str:
     """TensorFlow's own message, without the Python stack it embeds for graph execution errors."""
     text = getattr(error, "message", None) or str(error) or repr(error)
     lines = [line.strip() for line in text.strip().splitlines()]
+    if lines and lines[0] == "in user code:":  # autograph's wrapper (tf.keras 2 train steps): the error is last
+        raised = [index for index, line in enumerate(lines) if _RAISED.match(line)]
+        lines = lines[raised[-1]:] if raised else lines
+        lines[0] = lines[0].removeprefix(f"{type(error).__name__}: ")
     kept = [line for line in lines if line and not line.startswith(("File \"", "Detected at node", "[[{{node"))]
     first = " ".join(kept[:3])
     if len(first) > _MESSAGE_LIMIT:

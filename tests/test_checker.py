@@ -1,5 +1,7 @@
 """The checker classifies every kind of difference between a variant and the reference."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -169,3 +171,12 @@ def test_a_contract_violation_is_its_own_breaking_difference():
     (difference,) = compare(accepted, result(upstream=dense([1.0])))
     assert (difference.kind, difference.where, difference.breaking) == ("contract", "gradient", True)
     assert "TensorFlow accepted a gradient that breaks the contract" in difference.detail
+
+
+def test_a_scaled_upstream_is_compared_at_its_own_precision_unless_computed_in_float16():
+    reference = result(upstream=dense([1.0, 2.0, 3.0]), grads=(np.array([1.0, 2.0, 3.0], np.float32),))
+    close = (np.array([1.0, 2.0, 3.0005], np.float32),)  # within float16's tolerance, not float32's
+    keras_fit = dataclasses.replace(reference, input_grads=close, upstream_scale=0.25)
+    assert kinds(compare(keras_fit, reference)) == [("values", "input_grad[0]")]
+    mixed = dataclasses.replace(keras_fit, upstream_scale=2.0**15, compute_dtype="float16")
+    assert compare(mixed, reference) == ()

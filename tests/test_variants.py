@@ -7,7 +7,7 @@ from compat import variants
 
 
 def test_every_mechanism_context_pair_is_a_variant():
-    assert len(compat.VARIANTS) == len(compat.MECHANISMS) * len(compat.CONTEXTS) == 48
+    assert len(compat.VARIANTS) == len(compat.MECHANISMS) * len(compat.CONTEXTS) == 52
     assert compat.variant_names() == compat.VARIANTS
 
 
@@ -21,6 +21,7 @@ def test_native_variants_are_legacy_in_v1_session_and_custom_gradient_everywhere
 
 def test_a_context_that_changes_the_numbers_by_design_has_no_native_variant():
     assert not compat.CONTEXTS["mixed_precision"].native
+    assert not compat.CONTEXTS["keras_fit"].native  # a clip sees its upstream divided by the batch size
     assert not compat.is_native("custom_gradient@mixed_precision")
     assert not compat.CONTEXTS["saved_model_stripped"].native  # the option drops custom gradients
     assert compat.is_native("custom_gradient@saved_model")

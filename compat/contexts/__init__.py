@@ -6,6 +6,7 @@ from compat.contexts.base import Case, Context, Outcome
 from compat.contexts.eager import EagerTape
 from compat.contexts.function import FunctionGradients, FunctionTape
 from compat.contexts.graph_session import V1Session, V1Tape
+from compat.contexts.keras_fit import KerasFit
 from compat.contexts.mirrored import MirroredTape, MirroredV1
 from compat.contexts.mixed_precision import MixedPrecision
 from compat.contexts.multi_worker import MultiWorker
@@ -16,8 +17,8 @@ from compat.contexts.xla import XlaGradients, XlaTape
 ALL_CONTEXTS: dict[str, Context] = {
     context.name: context
     for context in (V1Session(), V1Tape(), EagerTape(), FunctionTape(), FunctionGradients(), OuterTape(),
-                    WrapFunction(), XlaTape(), XlaGradients(), MixedPrecision(), SavedModel(), SavedModelStripped(),
-                    MirroredTape(), MirroredV1(), MultiWorker())
+                    WrapFunction(), XlaTape(), XlaGradients(), MixedPrecision(), KerasFit(), SavedModel(),
+                    SavedModelStripped(), MirroredTape(), MirroredV1(), MultiWorker())
 }
 """Every context, the opt-in (distributed) ones included."""
 

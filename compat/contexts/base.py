@@ -58,7 +58,10 @@ class Outcome:
     phase: Phase | None = None
     input_grad_kinds: tuple[str, ...] | None = None
     upstream_scale: float | None = None
-    """The factor the context multiplied every upstream by (a mixed-precision loss scale), or None."""
+    """The factor the context multiplied every upstream by (a mixed-precision loss scale, Keras' mean over the
+    batch), or None."""
+    compute_dtype: str | None = None
+    """The float dtype the context computes in by design (`float16` under a mixed-precision policy), or None."""
     replicas: tuple[ReplicaRecord, ...] = ()
     """A distributed context's per-replica records (both loss scalings); `input_grads` are then reduced."""
     scaled_input_grads: tuple[np.ndarray | None, ...] = ()

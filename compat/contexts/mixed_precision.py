@@ -65,7 +65,8 @@ class MixedPrecision(Context):
         except Exception as exc:  # noqa: BLE001 - eager builds and runs at once; the error's type tells which.
             return Outcome(error=exc, phase="run" if isinstance(exc, tf.errors.OpError) else "build")
         unscaled = [None if g is None else _unscale(g, scale) for g in grads]
-        return dataclasses.replace(grads_outcome(unscaled, case.sources), upstream_scale=scale)
+        return dataclasses.replace(grads_outcome(unscaled, case.sources), upstream_scale=scale,
+                                   compute_dtype="float16")
 
 
 def _initial_loss_scale(keras: Any) -> float:

@@ -49,7 +49,7 @@ class _RetracingWarnings(logging.Filter):
 
 
 @contextlib.contextmanager
-def _quiet_retracing() -> Iterator[None]:
+def quiet_retracing() -> Iterator[None]:
     """Drops TensorFlow's "N out of the last N calls triggered tf.function retracing" warnings: every case is
     traced anew on purpose (a fresh op per case); every other TensorFlow warning still shows."""
     quiet = _RetracingWarnings()
@@ -68,7 +68,7 @@ class WrappedForwardTape(Context):
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         wrap = type(self).wrap
-        with _quiet_retracing():
+        with quiet_retracing():
             return [EagerTape.run_one(dataclasses.replace(case, build=wrapped_build(case, wrap))) for case in cases]
 
 

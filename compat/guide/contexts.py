@@ -33,7 +33,7 @@ def contexts_table(report: CheckReport, spec: str = "ste") -> str:
 
 def contexts_facts(report: CheckReport, spec: str = "ste") -> str:
     """Which gradient functions each later context calls, where extra zero calls happen, and what mixed
-    precision hands over, read from the run."""
+    precision and Keras' fit hand over, read from the run."""
     by_key = cells(report, spec)
     sentences = []
     for context in later_contexts(report):
@@ -54,6 +54,7 @@ def contexts_facts(report: CheckReport, spec: str = "ste") -> str:
         sentences.append(f"For second order, {where}: the gradient function is called again with only zero "
                          "upstreams (`zero_calls`): the values are the same, side effects in it run twice.")
     sentences += _mixed_precision(by_key.get(("scaled", "custom_gradient@mixed_precision")))
+    sentences += _keras_fit(by_key.get(("scaled", "custom_gradient@keras_fit")))
     return " ".join(sentences)
 
 
@@ -65,6 +66,16 @@ def _mixed_precision(cell: Cell | None) -> list[str]:
             f"{upstream.dtype}, multiplied by the loss scale {cell.result.upstream_scale:g} (reports give it as "
             "`upstream_scale` and compare values after dividing by it): a gradient that clips or thresholds its "
             "upstream acts on the scaled value."]
+
+
+def _keras_fit(cell: Cell | None) -> list[str]:
+    if cell is None or cell.result.upstream is None or cell.result.upstream_scale is None:
+        return []
+    agree = "agree with" if not any(d.kind == "values" for d in cell.differences) else "differ from"
+    return [f"Under `keras_fit`, for `scaled`, `tf.custom_gradient` receives its upstream multiplied by "
+            f"{cell.result.upstream_scale:g}, the 1 / batch size that Keras' default `sum_over_batch_size` loss "
+            f"reduction declares (`upstream_scale`); divided by it, the values {agree} the reference: a gradient "
+            "that clips or thresholds its upstream acts on the divided value."]
 
 
 def _words(names: list[str]) -> str:

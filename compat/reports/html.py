@@ -82,7 +82,7 @@ table.matrix { border-collapse: separate; border-spacing: 0; background: #fff; b
 .st-error { background: var(--error); color: #fff; }
 .unexpected, .st-differs.unexpected { background: var(--unexpected); color: #fff; }
 .spec-row .desc { font-weight: 400; color: var(--muted); margin-left: 8px; }
-aside#details { flex: 0 0 380px; position: sticky; top: 12px; max-height: calc(100vh - 24px); overflow: auto;
+aside#details { flex: 0 0 340px; position: sticky; top: 12px; max-height: calc(100vh - 24px); overflow: auto;
   background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 12px 14px; }
 aside h3 { margin: 0 0 2px; font-size: 15px; word-break: break-all; }
 aside .sub { color: var(--muted); margin-bottom: 8px; }

@@ -12,6 +12,8 @@ EXACT = [name for name in CONTEXTS if name not in ("mixed_precision", "saved_mod
 """Contexts that compute these values exactly (mixed_precision overflows them in float16 under its 2**15 loss
 scale, as training would: tests/contexts/test_mixed_precision.py; saved_model_stripped drops the custom
 gradients these ops rely on: tests/contexts/test_saved_model.py)."""
+WITH_GRAD_YS_AND_SECOND_ORDER = [name for name in EXACT if name != "keras_fit"]
+"""Contexts that take grad_ys and second order (model.fit cannot: tests/contexts/test_keras_fit.py)."""
 
 
 def square_op():
@@ -61,7 +63,7 @@ def test_cases_run_together_and_failures_stay_in_their_case(context):
     np.testing.assert_array_equal(outcomes[3].input_grads[0], 3 * 2 * (2 * X))
 
 
-@pytest.mark.parametrize("context", EXACT)
+@pytest.mark.parametrize("context", WITH_GRAD_YS_AND_SECOND_ORDER)
 def test_grad_ys_and_second_order(context):
     grad_ys = Downstream("grad_ys", lambda y: y, output_gradients=lambda t: tf.constant([1.0, 10.0, 100.0]))
     second = Downstream("second", lambda y: tf.reduce_sum(y), order=2)
@@ -98,5 +100,5 @@ def test_tape_contexts_declare_it():
     assert {name for name, context in CONTEXTS.items() if context.uses_tape} == {"v1_tape", "eager_tape",
                                                                                  "function_tape", "outer_tape",
                                                                                  "wrap_function", "xla_tape",
-                                                                                 "mixed_precision", "saved_model",
-                                                                                 "saved_model_stripped"}
+                                                                                 "mixed_precision", "keras_fit",
+                                                                                 "saved_model", "saved_model_stripped"}

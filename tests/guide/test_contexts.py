@@ -11,11 +11,12 @@ from compat.matrix import check
 @pytest.fixture(name="report", scope="module")
 def report_fixture():
     return check([straight_through()], scenarios=["scaled", "stop_gradient"],
-                 variants=["defun_grad_func@v1_session", "*@outer_tape", "*@xla_tape", "custom_gradient@mixed_precision"])
+                 variants=["defun_grad_func@v1_session", "*@outer_tape", "*@xla_tape",
+                           "custom_gradient@mixed_precision", "custom_gradient@keras_fit"])
 
 
 def test_only_the_contexts_beyond_the_classic_five_get_rows(report):
-    assert contexts.later_contexts(report) == ["outer_tape", "xla_tape", "mixed_precision"]
+    assert contexts.later_contexts(report) == ["outer_tape", "xla_tape", "mixed_precision", "keras_fit"]
     lines = contexts.contexts_table(report).splitlines()
     release = ".".join(report.tensorflow.split(".")[:2])
     assert lines[0] == f"| context | mechanism | verdicts over the 2 scenarios (TensorFlow {release}) |"
@@ -31,3 +32,5 @@ def test_facts_separate_never_called_from_not_observable_and_give_the_loss_scale
     assert "Defun python_grad_func and RegisterGradient are never called" in xla
     assert "Defun grad_func receives cannot be captured (`not observable`" in xla
     assert "receives its upstream as float16, multiplied by the loss scale 16384" in facts
+    assert ("Under `keras_fit`, for `scaled`, `tf.custom_gradient` receives its upstream multiplied by 0.25, the 1 / "
+            "batch size") in facts and "divided by it, the values agree with the reference" in facts

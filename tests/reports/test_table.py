@@ -21,10 +21,11 @@ def test_override_map_under_tapes_is_a_pitfall(report):
     text = render(report, "table")
     # A tape in the op's own graph looks gradients up by op type; a tape outside a tf.function or
     # wrap_function (outer_tape, wrap_function) differentiates the function, whose graph honours the override.
-    assert "override_map under v1_tape, eager_tape, function_tape, xla_tape and mixed_precision: gradient function" in text
+    assert ("override_map under v1_tape, eager_tape, function_tape, xla_tape, mixed_precision and keras_fit: gradient\n"
+            "    function never called") in text
     found = {(p.mechanism, p.status): p for p in pitfalls(report)}
     assert set(found["override_map", "not_called"].contexts) == {"v1_tape", "eager_tape", "function_tape", "xla_tape",
-                                                                 "mixed_precision"}
+                                                                 "mixed_precision", "keras_fit"}
     assert all(not c.native for p in found.values() for c in p.cells)
 
 
