@@ -1,6 +1,7 @@
 """benchmarks/check_matrix.py exits 0 when its targets are met, 1 when one is missed, 2 on a usage error."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,10 @@ def test_met_targets_exit_0_and_every_process_is_measured():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "result: PASS" in done.stdout and "load average" in done.stdout
     cells = 2 * len(compat.VARIANTS)  # two specs, one scenario, one dtype
-    assert f"equal ({cells} cells)" in next(line for line in done.stdout.splitlines() if line.startswith("report --jobs=2"))
+    line = next(line for line in done.stdout.splitlines() if line.startswith("report --jobs=2"))
+    # tf.keras 2 (TF 2.12) names its layers per process (op_layer_1): such messages are the only allowed difference
+    assert re.search(rf"equal( \({cells} cells\)|, except \d+ of {cells} cells whose messages differ only in a name "
+                     r"numbered per process)$", line), line
     workers_line = next(line for line in done.stdout.splitlines() if "worker" in line and "peak RSS" in line)
     assert workers_line.count("worker ") == 2  # the main process and both workers, each with its own peak
 
