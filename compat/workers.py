@@ -17,10 +17,10 @@ import os
 import pickle
 import signal
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from compat._quiet_import import import_tensorflow_hiding_chatter
 from compat.checker import DEFAULT_REFERENCE
 
 if TYPE_CHECKING:  # this module is imported by every worker before TensorFlow, which it imports quietly
@@ -238,17 +238,4 @@ def _import_tensorflow(quiet: bool) -> None:
         import tensorflow  # noqa: F401
 
         return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            import tensorflow  # noqa: F401
-        except BaseException:
-            os.dup2(saved, 2)
-            captured.seek(0)
-            sys.stderr.write(captured.read().decode("utf-8", "replace"))
-            raise
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
+    import_tensorflow_hiding_chatter()
