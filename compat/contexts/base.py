@@ -171,6 +171,11 @@ def symbolic_gradients(case: Case, inputs: Sequence[Any], gradients: Callable[..
     return Gradients(list(second), anchors=[densify(g) for g in grads if g is not None])
 
 
+def tf_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
+    """`symbolic_gradients` with TF2's `tf.gradients`, as inside a `tf.function`."""
+    return symbolic_gradients(case, inputs, tf.gradients)
+
+
 def tape_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
     """Gradients for `inputs` (tensors, then tf.Variables) with tf.GradientTape (nested tapes for second
     order), in any mode."""

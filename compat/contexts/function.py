@@ -16,8 +16,8 @@ from compat.contexts.base import (
     Phase,
     grads_outcome,
     input_shape,
-    symbolic_gradients,
     tape_gradients,
+    tf_gradients,
 )
 from compat.probe import ReturnedUpstreams, returning_upstreams
 
@@ -129,4 +129,4 @@ class FunctionGradients(FunctionContext):
     name = "function_gradients"
     summary = "tf.gradients inside tf.function"
     uses_tape = False
-    gradients = staticmethod(lambda case, inputs: symbolic_gradients(case, inputs, tf.gradients))
+    gradients = staticmethod(tf_gradients)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from compat.contexts.base import symbolic_gradients, tape_gradients
+from compat.contexts.base import tape_gradients, tf_gradients
 from compat.contexts.function import FunctionContext
 
 _COMPILE_REFUSALS = ("unsupported operations when trying to compile", "OpKernel for XLA", "XLA compilation",
@@ -34,4 +34,4 @@ class XlaGradients(XlaContext):
     name = "xla_gradients"
     summary = "tf.gradients inside tf.function(jit_compile=True)"
     uses_tape = False
-    gradients = staticmethod(lambda case, inputs: symbolic_gradients(case, inputs, tf.gradients))
+    gradients = staticmethod(tf_gradients)
