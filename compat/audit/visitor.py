@@ -14,6 +14,7 @@ from compat.audit.branches import BranchMap
 from compat.audit.data import TFData
 from compat.audit.findings import FileResult, Finding, Site
 from compat.audit.imports import ImportMap, is_tf, tf_leaf, tf_public_name
+from compat.audit.prefilter import TRIGGER_WORDS
 from compat.audit.rules import RULES, Severity
 from compat.audit.scopes import position
 from compat.audit.traverse import LineSet, iter_nodes, iter_statements, nodes_on_lines
@@ -23,7 +24,6 @@ _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 _GRAPH_MODE_SWITCHES = frozenset({"disable_eager_execution", "disable_v2_behavior", "Session"})
 _LEGACY_RULES = frozenset({"GC001", "GC002", "GC003", "GC004"})
 _TRIGGER_APIS = frozenset({"Defun", "RegisterGradient", "custom_gradient", "function"})
-_TRIGGER_WORDS = ("Defun", "RegisterGradient", "gradient_override_map", "custom_gradient")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +148,7 @@ class ModuleAudit:
         aliases += self.imports.local_names_for(lambda q: tf_leaf(q) in _GRAPH_MODE_SWITCHES)
         aliases += [name for name, b in self.imports.scopes.all_bindings()  # `gom = g.gradient_override_map`
                     if b.value is not None and self._member(b.value) == "gradient_override_map"]
-        words = sorted({*_TRIGGER_WORDS, *aliases, *_GRAPH_MODE_SWITCHES})
+        words = sorted({*TRIGGER_WORDS, *aliases, *_GRAPH_MODE_SWITCHES})
         pattern = "|".join(re.escape(w) for w in words)
         if self.custom_gradient_fns:
             pattern += r"|\bfunction\s*\("  # `tf.function(f)` calls make f a graph context

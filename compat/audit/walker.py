@@ -7,18 +7,17 @@ import fnmatch
 import io
 import os
 import platform
-import re
 import stat
+import symtable
 import tokenize
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
 from compat.audit.findings import FileResult, Finding
+from compat.audit.prefilter import LONGEST_TRIGGER, TRIGGERS, names_legacy_api
 from compat.audit.rules import RULES
 
-# Every per-file rule needs one of these words in the file; files without them are never parsed.
-TRIGGERS = re.compile(rb"Defun|RegisterGradient|gradient_override_map|custom_gradient")
-_LONGEST_TRIGGER = len(b"gradient_override_map")
 # Files up to this size are read and decoded whole; larger ones are only streamed through the pre-filter.
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
 # ast.parse peak memory, measured on CPython 3.11.7 (peak RSS growth / source bytes): one tiny statement per
@@ -67,18 +66,18 @@ def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = ()) -> Ite
                 dirnames[:] = []
                 continue
             visited.add((st.st_dev, st.st_ino))
-            rel_dir = os.path.relpath(dirpath, root)
-            rel_dir = "" if rel_dir == "." else _posix(rel_dir) + "/"
+            rel_dir = dirpath[len(root):].lstrip(os.sep)  # os.walk joins each dirpath onto root
+            rel_dir = "" if rel_dir in ("", ".") else _posix(rel_dir) + "/"
             dirnames[:] = sorted(
                 d for d in dirnames
-                if not _is_excluded(rel_dir + d, excludes)
-                and not _is_excluded(_posix(os.path.join(dirpath, d)), excludes)
+                if not excludes or not (_is_excluded(rel_dir + d, excludes)
+                                        or _is_excluded(_posix(os.path.join(dirpath, d)), excludes))
             )
             for name in sorted(filenames):
                 if not name.endswith(".py"):
                     continue
                 full = _posix(os.path.join(dirpath, name))
-                if _is_excluded(rel_dir + name, excludes) or _is_excluded(full, excludes):
+                if excludes and (_is_excluded(rel_dir + name, excludes) or _is_excluded(full, excludes)):
                     continue
                 yield full
         yield from _drain(unlisted)
@@ -149,14 +148,14 @@ def _scan_large(path: str, f: BinaryIO, head: bytes, size: int, limit: int, stri
     """
     lines = head.count(b"\n")
     found = bool(TRIGGERS.search(head))
-    tail = head[-_LONGEST_TRIGGER:]
+    tail = head[-LONGEST_TRIGGER:]
     budget = max(size, limit) + _CHUNK - len(head)
     while not found and budget > 0 and (chunk := f.read(min(_CHUNK, budget))):
         budget -= len(chunk)
         lines += chunk.count(b"\n")
         window = tail + chunk
         found = bool(TRIGGERS.search(window))
-        tail = window[-_LONGEST_TRIGGER:]
+        tail = window[-LONGEST_TRIGGER:]
     if budget <= 0 and f.read(1):
         return _gc000(path, f"file kept growing while it was read (past {max(size, limit)} bytes); "
                             "audit it again once it is complete", lines)
@@ -171,12 +170,14 @@ def read_and_parse(
     path: str, *, strict: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES,
 ) -> tuple[FileResult, ast.Module | None, str]:
-    """Read `path` once and parse it if it may contain a legacy pattern (or always, when `strict`).
+    """Read `path` once and parse it if it may use a legacy gradient API (see `prefilter.names_legacy_api`).
 
-    Only regular files are opened; at most `max_file_bytes` (+1) bytes are held whatever size the file
-    reports, and only files up to `max_parse_bytes` are parsed (parsing costs hundreds of times the size).
+    With `strict`, every other file is checked by CPython's parser and symbol table too (no AST is built), so a
+    file Python cannot compile is GC000 wherever it is. Only regular files are opened; at most
+    `max_file_bytes` (+1) bytes are held whatever size the file reports, and only files up to
+    `max_parse_bytes` are parsed (parsing costs hundreds of times the size).
 
-    Returns (result, tree, text): `tree` is None when the file was skipped by the pre-filter or failed; a failure
+    Returns (result, tree, text): `tree` is None when the file was not parsed into an AST or failed; a failure
     is a GC000 finding in `result`, never an exception.
     """
     try:
@@ -198,26 +199,39 @@ def read_and_parse(
         text = data.decode(encoding)
     except (SyntaxError, UnicodeDecodeError, LookupError) as e:
         return _gc000(path, f"cannot decode source: {e}", lines), None, ""
-    if not strict and not TRIGGERS.search(data):
+    needs_audit = names_legacy_api(text)
+    if not strict and not needs_audit:
         return FileResult(path, lines=lines), None, text
     if len(data) > max_parse_bytes:
         return _gc000(path, f"file is {len(data)} bytes ({lines} lines), over the parse limit ({max_parse_bytes} "
                             f"bytes): parsing takes up to {_PARSE_BYTES_PER_BYTE}x the file size in memory; raise "
                             "--max_parse_bytes to audit it", lines), None, ""
-    return _parse(path, text, lines)
+    if not needs_audit:  # --strict on a file no rule applies to: CPython's front end checks it, no AST is built
+        result, _ = _parse(path, text, lines, _check_syntax)
+        return result, None, text
+    result, tree = _parse(path, text, lines, ast.parse)
+    return result, tree, text if tree is not None else ""
 
 
-def _parse(path: str, text: str, lines: int) -> tuple[FileResult, ast.Module | None, str]:
+def _check_syntax(text: str, filename: str) -> None:
+    """Raise SyntaxError as compiling `text` would, short of generating bytecode (a third faster than ast.parse)."""
+    symtable.symtable(text, filename, "exec")
+
+
+def _parse(path: str, text: str, lines: int,
+           parser: Callable[[str, str], ast.Module | None]) -> tuple[FileResult, ast.Module | None]:
     try:
-        tree = ast.parse(text, filename=path)
+        with warnings.catch_warnings():  # invalid escape sequences and the like are the parsed code's business
+            warnings.simplefilter("ignore")
+            tree = parser(text, path)
     except SyntaxError as e:
         hint = " (Python 2 code?)" if "print" in str(e.msg) or "Missing parentheses" in str(e.msg) else ""
         return _gc000(path, f"syntax error: {e.msg}{hint} [{_GRAMMAR_NOTE}]", lines, e.lineno or 1,
-                      e.offset or 1), None, ""
+                      e.offset or 1), None
     except (MemoryError, RecursionError) as e:
         detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         return _gc000(path, f"cannot parse: expressions nested too deeply for the parser ({detail}); Python "
-                            f"cannot compile this file either [{_GRAMMAR_NOTE}]", lines), None, ""
+                            f"cannot compile this file either [{_GRAMMAR_NOTE}]", lines), None
     except ValueError as e:
-        return _gc000(path, f"cannot parse: {type(e).__name__}: {e}", lines), None, ""
-    return FileResult(path, lines=lines, parsed=True), tree, text
+        return _gc000(path, f"cannot parse: {type(e).__name__}: {e}", lines), None
+    return FileResult(path, lines=lines, parsed=True), tree

@@ -21,7 +21,7 @@ def _sarif(report, base_dir):
 
 
 def test_sarif_validates_against_schema(audit_source, tmp_path):
-    doc = _sarif(audit_source(SRC, files={"bad": "print 'x' # Defun"}), tmp_path)
+    doc = _sarif(audit_source(SRC, files={"bad": "print 'x' + Defun"}), tmp_path)
     jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
     assert doc["version"] == "2.1.0"
     levels = {r["level"] for r in doc["runs"][0]["results"]}
