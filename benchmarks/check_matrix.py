@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from absl import app, flags  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
 from tensorflow.python.framework import function  # noqa: E402
 
 from compat.catalogue import CATALOGUE  # noqa: E402
@@ -771,6 +772,11 @@ def main(argv: Sequence[str]) -> int:
                              f"{list(BASELINE_CONTEXTS)} but compat has {list(MECHANISMS)} and {list(CONTEXTS)}; "
                              f"keep them in compat's registry order in benchmarks/check_matrix.py")
     all_jobs = [int(j) for j in _JOBS.value] if _JOBS.value else sorted({1, usable_cpus()})
+    # The baseline's SavedModel saving, Keras fits and retraced wrappers log and warn on every case; the
+    # harness silences the same messages, so they would only bury the timings.
+    logging.set_verbosity(logging.ERROR)
+    tf.get_logger().setLevel("ERROR")
+    warnings.filterwarnings("ignore", message="Gradients do not exist for variables")
     print(f"TensorFlow {tf.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}; specs {names}; "
           f"scenarios {'all' if scenarios == list(SCENARIOS) else scenarios}; dtypes {dtypes}; "
           f"{usable_cpus()} usable CPUs; {load_average()}", flush=True)

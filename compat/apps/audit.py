@@ -43,8 +43,9 @@ _PROGRESS = flags.DEFINE_bool(
     "progress", None, "Show a progress bar on stderr (default: only when stderr is a terminal).")
 _JOBS = flags.DEFINE_integer("jobs", 0, "Worker processes (0: one per CPU).", lower_bound=0)
 _STRICT = flags.DEFINE_bool(
-    "strict", False, "Parse every file, so a syntax error anywhere is GC000 (default: only files that "
-    "mention a legacy gradient API are parsed; all are read and decoded).")
+    "strict", False, "Run every file through CPython's parser and symbol table, so a syntax error anywhere "
+    "is GC000 (default: only files naming a legacy gradient API in code are parsed; all are read "
+    "and decoded).")
 _MAX_FILE_BYTES = flags.DEFINE_integer(
     "max_file_bytes", DEFAULT_MAX_FILE_BYTES, "Files larger than this are only streamed through the "
     "pre-filter; if they mention a legacy API (or with --strict) they are GC000.", lower_bound=1)

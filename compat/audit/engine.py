@@ -28,7 +28,8 @@ class AuditReport:
     Attributes:
       findings: all findings, sorted by path, line, column, rule.
       files_scanned: number of files read (or attempted).
-      files_parsed: files parsed with `ast` (the rest were skipped by the pre-filter or are GC000).
+      files_parsed: files parsed (the rest were skipped by the pre-filter or are GC000); with `strict`, those
+        no rule applies to count when CPython's parser and symbol table accepted them.
       files_unreadable: files with a GC000 finding.
       lines: total lines read.
       tf_version: TensorFlow version of the shipped op-type data.
@@ -155,8 +156,8 @@ def audit_paths(
       paths: files and directories. Missing paths are the caller's to reject (the app exits 2).
       excludes: glob patterns, see `walker.iter_python_files`.
       jobs: worker processes (default: CPU count). Small trees are audited in-process.
-      strict: parse every file, so a syntax error anywhere is GC000 (slower: by default files without
-        any legacy-gradient word are only read and decoded, not parsed).
+      strict: run every file through CPython's parser and symbol table, so a syntax error anywhere is GC000
+        (slower: by default files that name no legacy gradient API in code are only read and decoded).
       max_file_bytes: larger files are streamed through the pre-filter, and GC000 if they need parsing.
       max_parse_bytes: larger files are GC000 if they need parsing (parse memory is up to ~920x the size).
       on_file: called with each file's result as it completes (e.g. a progress bar).

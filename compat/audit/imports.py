@@ -29,6 +29,7 @@ class ImportMap:
         self.star_modules = tuple(scopes.star_modules)
         self._resolved: dict[int, str | None] = {}
         self._resolving: set[int] = set()
+        self._all_resolved: list[tuple[str, str]] | None = None
 
     @classmethod
     def from_tree(cls, tree: ast.Module) -> ImportMap:
@@ -49,8 +50,9 @@ class ImportMap:
 
     def local_names_for(self, predicate: Callable[[str], bool]) -> list[str]:
         """Names bound anywhere to a dotted name satisfying `predicate` (e.g. every alias of `Defun`)."""
-        names = {name for name, b in self.scopes.all_bindings() if (q := self._binding(b)) and predicate(q)}
-        return sorted(names)
+        if self._all_resolved is None:  # asked several times per module: resolve every binding once
+            self._all_resolved = [(name, q) for name, b in self.scopes.all_bindings() if (q := self._binding(b))]
+        return sorted({name for name, q in self._all_resolved if predicate(q)})
 
     def assigned_value(self, node: ast.Name) -> ast.expr | None:
         """The expression last assigned to the name `node` uses, in its scope (None if not an assignment)."""

@@ -22,6 +22,7 @@ from compat.audit.traverse import LineSet, iter_nodes, iter_statements, nodes_on
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 # Calls that switch a whole file to graph mode, making every custom_gradient graph-mode.
 _GRAPH_MODE_SWITCHES = frozenset({"disable_eager_execution", "disable_v2_behavior", "Session"})
+_NUMPY = re.compile(r"\bnumpy\b")  # only functions with this word on one of their lines can call .numpy()
 _LEGACY_RULES = frozenset({"GC001", "GC002", "GC003", "GC004"})
 _TRIGGER_APIS = frozenset({"Defun", "RegisterGradient", "custom_gradient", "function"})
 
@@ -345,8 +346,10 @@ class ModuleAudit:
 
     def _check_numpy_calls(self) -> None:
         seen: set[int] = set()
+        numpy_lines = LineSet(self.source, _NUMPY)
         for grad in self.grad_fns:
-            if id(grad.node) in seen:
+            if id(grad.node) in seen or not numpy_lines.intersects(grad.node.lineno,
+                                                                   grad.node.end_lineno or grad.node.lineno):
                 continue
             seen.add(id(grad.node))
             name = _name(grad.node)
