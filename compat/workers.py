@@ -82,16 +82,22 @@ def check_in_workers(load: Loader, dtypes: Sequence[str] | None = None, variants
 class _Worker:
     """One worker process and the unit it is running (None when idle)."""
 
-    def __init__(self, context: Any, config: _Config) -> None:
+    def __init__(self, context: Any, config: _Config, started: list[_Worker]) -> None:
         self.connection, child = context.Pipe()
         # Pickled here, unpickled by the worker once it has imported TensorFlow quietly (loading may import it).
         self.process = context.Process(target=_serve, args=(child, pickle.dumps(config), config.quiet_import),
                                        name="gradcompat-worker")
+        self.unit: int | None = None
+        # Listed before it starts: a Ctrl-C between its start and its caller's bookkeeping must still kill it,
+        # or multiprocessing joins it at exit while it waits for work that never comes (a hang).
+        started.append(self)
         self.process.start()
         child.close()
-        self.unit: int | None = None
 
     def stop(self, kill: bool) -> None:
+        if self.process.pid is None:  # interrupted before it started
+            self.connection.close()
+            return
         if kill and self.process.is_alive():
             self.process.kill()
         elif self.process.is_alive():
@@ -120,11 +126,12 @@ class _Pool:
         results: dict[int, UnitResult] = {}
         pending = collections.deque(range(len(todo)))
         workers: list[_Worker] = []
+        started: list[_Worker] = []  # every worker ever started, for the cleanup on Ctrl-C or an error
         if progress:
             progress(0, len(todo), "starting workers")
         try:
             for _ in range(self.size):
-                workers.append(self._start(pending))
+                workers.append(self._start(pending, started))
             while len(results) < len(todo):
                 busy = [worker for worker in workers if worker.unit is not None]
                 ready = multiprocessing.connection.wait(
@@ -143,17 +150,17 @@ class _Pool:
                         self._assign(worker, pending)
                     else:  # it died: a fresh one takes the remaining units
                         worker.stop(kill=True)
-                        workers[workers.index(worker)] = self._start(pending)
+                        workers[workers.index(worker)] = self._start(pending, started)
         except BaseException:
-            for worker in workers:
+            for worker in started:
                 worker.stop(kill=True)
             raise
         for worker in workers:
             worker.stop(kill=False)
         return [results[unit] for unit in range(len(todo))]
 
-    def _start(self, pending: collections.deque[int]) -> _Worker:
-        worker = _Worker(self.context, self.config)
+    def _start(self, pending: collections.deque[int], started: list[_Worker]) -> _Worker:
+        worker = _Worker(self.context, self.config, started)
         self._assign(worker, pending)
         return worker
 

@@ -1,9 +1,13 @@
 """compat.workers: a check spread over worker processes gives the one-process report; a dying worker is cells."""
 
 import json
+import multiprocessing
 import re
 import textwrap
 
+import pytest
+
+from compat import workers as workers_module
 from compat.apps._request import CheckRequest
 from compat.matrix import check
 from compat.reports import render
@@ -65,3 +69,28 @@ def test_a_worker_that_dies_turns_its_spec_into_error_cells_and_the_others_still
     assert all(cell.status == "error" and "killed by SIGSEGV" in cell.result.message for cell in by_spec["segfaults"])
     assert all(cell.result.status == "ok" and cell.result.calls == 1 for cell in by_spec["good"] + by_spec["last"])
     assert report.exit_code == 1
+
+
+def test_ctrl_c_right_after_a_worker_starts_leaves_no_worker_behind(monkeypatch):
+    """A Ctrl-C between a worker's start and the pool's bookkeeping once left that worker alive, and
+    multiprocessing then joined it at exit while it waited for work: compat-check hung instead of exiting."""
+    assign = workers_module._Pool._assign
+    calls = []
+
+    def interrupted_on_the_second_worker(self, worker, pending):
+        calls.append(worker)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return assign(self, worker, pending)
+
+    monkeypatch.setattr(workers_module._Pool, "_assign", interrupted_on_the_second_worker)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            check_in_workers(CheckRequest(specs=("sign_ste", "scaled_ste"), scenarios=("sum",)), jobs=2)
+        left = [p for p in multiprocessing.active_children() if p.name == "gradcompat-worker"]
+        assert not left, f"workers still alive after Ctrl-C: {left}"
+        assert all(not worker.process.is_alive() for worker in calls)
+    finally:
+        for process in multiprocessing.active_children():
+            process.kill()
+            process.join()
