@@ -83,7 +83,8 @@ def big_file_case(megabytes: int = 5) -> Measured:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "oneline.py")
         with open(path, "w") as f:
-            f.write("import tensorflow as tf  # RegisterGradient\nx = [" + "1, " * (megabytes * 10**6 // 3) + "]\n")
+            # It names the API in code, so the pre-filter sends it to the parser, which the parse limit refuses.
+            f.write("from tensorflow import RegisterGradient\nx = [" + "1, " * (megabytes * 10**6 // 3) + "]\n")
         return measure([sys.executable, "-m", "compat.apps.audit", "--jobs=1", path],
                        env={**os.environ, "PYTHONPATH": str(_ROOT)})
 
