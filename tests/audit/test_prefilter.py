@@ -6,7 +6,9 @@ import importlib.util
 import io
 import random
 import re
+import subprocess
 import sys
+import textwrap
 import tokenize
 from pathlib import Path
 
@@ -157,3 +159,21 @@ def test_default_run_reads_prose_files_and_strict_checks_them(tmp_path: Path) ->
     assert set(errors) == {"broken_doc.py", "module_nonlocal.py"}
     assert "syntax error" in errors["broken_doc.py"] and "nonlocal" in errors["module_nonlocal.py"]
     assert [f.rule for f in default.findings] == [f.rule for f in strict.findings if f.rule != "GC000"]
+
+
+def test_hostile_sources_stay_linear() -> None:
+    """Unclosed triple quotes behind escapes once made each later triple quote scan to the end (a 20 MB file would
+    run for days); long runs of escapes and words must not backtrack either. A timeout guards against a hang."""
+    script = textwrap.dedent('''
+        from compat.audit.prefilter import names_legacy_api
+        n = 700_000
+        assert names_legacy_api('# Defun\\n' + '\\\\"""x"\\n' * n + 'Defun\\n')  # unterminated: parsed
+        assert not names_legacy_api('x = "' + 'Defun.' * n + 'Defun x"\\n')  # prose: one judgement per string
+        assert not names_legacy_api('"""Defun ' + '\\\\"""' * n + ' """\\n')
+        assert not names_legacy_api('"Defun ' + '\\\\\\\\' * n + ' "\\n')
+        assert not names_legacy_api('# Defun\\n' + "'a' " * n + '\\n')
+        print("ok")
+    ''')
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
