@@ -102,4 +102,13 @@ def _peak(pid: int) -> tuple[str, float] | None:
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     if "VmHWM" not in fields:
         return None
-    return ("resource_tracker" if "resource_tracker" in cmdline else "worker"), int(fields["VmHWM"].split()[0]) / 1024
+    return _role(cmdline), int(fields["VmHWM"].split()[0]) / 1024
+
+
+_ROLES = (("resource_tracker", "resource_tracker"), ("saved_model_loader", "saved_model loader"))
+
+
+def _role(cmdline: str) -> str:
+    """What a process of the tree is, from its command line: multiprocessing's resource tracker, the SavedModel
+    loading process a context starts, or else a worker (spawned, or forked with the main's command line)."""
+    return next((role for marker, role in _ROLES if marker in cmdline), "worker")

@@ -1,0 +1,24 @@
+"""benchmarks/_measure.py names each process of a measured command's tree by what it is."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from _measure import _role, measure  # noqa: E402
+
+
+def test_roles_tell_workers_from_loaders_and_the_tracker():
+    assert _role("python -B -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=8)") == "worker"
+    assert _role("python -m compat.apps.audit --jobs=2 src") == "worker"  # a forked worker keeps the command line
+    assert _role("python -m compat.contexts.saved_model_loader --serve") == "saved_model loader"
+    assert _role("python -B -c from multiprocessing.resource_tracker import main;main(7)") == "resource_tracker"
+
+
+def test_a_command_and_its_child_are_each_measured():
+    child = "import time; x = bytearray(64 << 20); time.sleep(0.5)"
+    measured = measure([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"])
+    assert measured.returncode == 0
+    roles = [role for role, _ in measured.processes]
+    assert roles[0] == "main" and "worker" in roles
+    assert measured.largest_rss_mib >= 64  # the child's 64 MiB, exact from wait4
