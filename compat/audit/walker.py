@@ -173,9 +173,9 @@ def read_and_parse(
     """Read `path` once and parse it if it may use a legacy gradient API (see `prefilter.names_legacy_api`).
 
     With `strict`, every other file is checked by CPython's parser and symbol table too (no AST is built), so a
-    file Python cannot compile is GC000 wherever it is. Only regular files are opened; at most
-    `max_file_bytes` (+1) bytes are held whatever size the file reports, and only files up to
-    `max_parse_bytes` are parsed (parsing costs hundreds of times the size).
+    syntax error anywhere is GC000. Only regular files are opened; at most `max_file_bytes` (+1) bytes are held
+    whatever size the file reports, and only files up to `max_parse_bytes` are parsed (parsing costs hundreds of
+    times the size).
 
     Returns (result, tree, text): `tree` is None when the file was not parsed into an AST or failed; a failure
     is a GC000 finding in `result`, never an exception.
