@@ -2,15 +2,20 @@
 
 Peak RSS per process is the kernel's own high-water mark (`VmHWM` in /proc/<pid>/status), read every
 `interval` seconds from each process of the command's tree while it lives: a peak reached in a process's last
-interval before it exits can be missed. The largest process's peak is also taken from wait4 (exact: the
-kernel keeps the maximum over the command and every descendant it waited for).
+interval before it exits can be missed. The largest process's peak is also taken from wait4, which misses
+nothing; but Linux carries a process's peak across fork and exec, so a command started straight from a
+benchmark that holds gigabytes (check_matrix.py after its one-process part) would report the benchmark's peak
+as its own. The command is therefore started by a small launcher process, which times it, waits for it and
+reports its wait4 figures: the command's peak is then exact above the launcher's own size (`LAUNCHER_MIB`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -26,7 +31,8 @@ class Measured:
     cpu_seconds: float
     """User + system CPU of the command and every descendant it waited for."""
     largest_rss_mib: float
-    """The largest peak RSS among the command and its waited-for descendants (exact, from wait4)."""
+    """The largest peak RSS among the command and its waited-for descendants (from wait4; a peak below the
+    launcher's size, about `LAUNCHER_MIB`, reads as that size)."""
     processes: tuple[tuple[str, float], ...]
     """(role, peak RSS MiB) of every process seen in the command's tree, the command first."""
     stdout: str
@@ -45,35 +51,57 @@ def load_average() -> str:
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
+# Started by `measure` in a fresh interpreter: spawns the command, waits for it, and writes its pid, then its exit
+# code, wall seconds, CPU seconds and peak RSS (KiB) to the file descriptor given first.
+_LAUNCHER = """
+import json, os, sys, time
+report, command = int(sys.argv[1]), sys.argv[2:]
+start = time.perf_counter()
+pid = os.posix_spawnp(command[0], command, os.environ)
+os.write(report, b"%d\\n" % pid)
+_, status, usage = os.wait4(pid, 0)
+seconds = time.perf_counter() - start
+os.write(report, json.dumps([os.waitstatus_to_exitcode(status), seconds, usage.ru_utime + usage.ru_stime,
+                             usage.ru_maxrss]).encode())
+"""
+LAUNCHER_MIB = 10
+"""About the launcher's own RSS when it starts the command: the floor of `largest_rss_mib`."""
+
+
 def measure(command: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None,
             interval: float = 0.05) -> Measured:
-    """Run `command` to completion, sampling its process tree's peak RSS."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        process = subprocess.Popen(list(command), stdout=out, stderr=err, env=dict(env) if env else None, cwd=cwd)
+    """Run `command` to completion (through the launcher), sampling its process tree's peak RSS."""
+    read_end, write_end = os.pipe()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, os.fdopen(read_end, "rb") as report:
+        try:
+            launcher = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LAUNCHER, str(write_end), *command],
+                                        stdout=out, stderr=err, env=dict(env) if env else None, cwd=cwd,
+                                        pass_fds=(write_end,))
+        finally:
+            os.close(write_end)
         peaks: dict[int, tuple[str, float]] = {}
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            for child in _tree(process.pid):
-                sample = _peak(child)
+        while not os.wait4(launcher.pid, os.WNOHANG)[0]:
+            for pid, parent in _tree(launcher.pid):
+                sample = _peak(pid) if pid != launcher.pid else None
                 if sample is not None:
-                    role = "main" if child == process.pid else sample[0]
-                    peaks[child] = (role, max(sample[1], peaks.get(child, ("", 0.0))[1]))
+                    role = "main" if parent == launcher.pid else sample[0]
+                    peaks[pid] = (role, max(sample[1], peaks.get(pid, ("", 0.0))[1]))
             time.sleep(interval)
-        seconds = time.perf_counter() - start
-        process.returncode = os.waitstatus_to_exitcode(status)
+        lines = report.read().decode().split("\n", 1)
         out.seek(0)
         err.seek(0)
-        ordered = sorted(peaks.items(), key=lambda item: (item[0] != process.pid, item[0]))
-        return Measured(process.returncode, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
-                        tuple(value for _, value in ordered), out.read().decode("utf-8", "replace"),
-                        err.read().decode("utf-8", "replace"))
+        stdout, stderr = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+    if len(lines) != 2:
+        raise RuntimeError(f"the launcher could not start {list(command)}: {stderr[-2000:]}")
+    command_pid = int(lines[0])
+    returncode, seconds, cpu_seconds, max_rss_kib = json.loads(lines[1])
+    ordered = sorted(peaks.items(), key=lambda item: (item[0] != command_pid, item[0]))
+    return Measured(returncode, seconds, cpu_seconds, max_rss_kib / 1024, tuple(value for _, value in ordered),
+                    stdout, stderr)
 
 
-def _tree(root: int) -> list[int]:
-    """`root` and its descendants alive now."""
+def _tree(root: int) -> list[tuple[int, int]]:
+    """(pid, parent pid) of `root` and of its descendants alive now."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -84,11 +112,11 @@ def _tree(root: int) -> list[int]:
             continue
         ppid = int(stat[stat.rindex(")") + 2:].split()[1])
         children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [root]
+    found, todo = [], [(root, 0)]
     while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo += children.get(pid, [])
+        pid, parent = todo.pop()
+        found.append((pid, parent))
+        todo += [(child, pid) for child in children.get(pid, [])]
     return found
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from _measure import _role, measure  # noqa: E402
+from _measure import LAUNCHER_MIB, _role, measure  # noqa: E402
 
 
 def test_roles_tell_workers_from_loaders_and_the_tracker():
@@ -22,3 +22,14 @@ def test_a_command_and_its_child_are_each_measured():
     roles = [role for role, _ in measured.processes]
     assert roles[0] == "main" and "worker" in roles
     assert measured.largest_rss_mib >= 64  # the child's 64 MiB, exact from wait4
+
+
+def test_the_benchmark_s_own_memory_is_not_the_command_s_peak():
+    """Linux carries a process's peak RSS across fork and exec: without the launcher, a command started from a
+    benchmark holding 300 MiB reported 300 MiB as its own peak."""
+    held = bytearray(300 << 20)
+    for page in range(0, len(held), 4096):
+        held[page] = 1
+    measured = measure([sys.executable, "-c", "x = bytearray(32 << 20)"])
+    assert measured.returncode == 0
+    assert 32 <= measured.largest_rss_mib < 32 + 2 * LAUNCHER_MIB + 20  # the interpreter's own ~10 MiB, not 300
