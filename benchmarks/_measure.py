@@ -80,13 +80,14 @@ def measure(command: Sequence[str], env: Mapping[str, str] | None = None, cwd: s
         finally:
             os.close(write_end)
         peaks: dict[int, tuple[str, float]] = {}
-        while not os.wait4(launcher.pid, os.WNOHANG)[0]:
+        while not (reaped := os.wait4(launcher.pid, os.WNOHANG))[0]:
             for pid, parent in _tree(launcher.pid):
                 sample = _peak(pid) if pid != launcher.pid else None
                 if sample is not None:
                     role = "main" if parent == launcher.pid else sample[0]
                     peaks[pid] = (role, max(sample[1], peaks.get(pid, ("", 0.0))[1]))
             time.sleep(interval)
+        launcher.returncode = os.waitstatus_to_exitcode(reaped[1])  # reaped here: Popen must not wait again
         lines = report.read().decode().split("\n", 1)
         out.seek(0)
         err.seek(0)

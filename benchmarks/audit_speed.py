@@ -15,8 +15,8 @@ the interpreter's start), timed with wall and CPU seconds and the peak RSS of ev
   run, only the files the pre-filter let through are parsed, so its rate is given as lines read per second).
 
 Targets (all usable CPUs, median run): default <= 1.0 s wall, --strict <= 1.5 s, the largest process's peak RSS
-on the 4x tree <= 1.25x the 1x tree's. Exit code 0 when every target is met, 1 when one is missed, 2 on a usage error.
-Each line carries the load average: on a shared machine, rerun when it is above the CPU count.
+on the 4x tree <= 1.25x the 1x tree's. Exit code 0 when every target is met, 1 when one is missed, 2 on a usage
+error. Each line carries the load average: on a shared machine, rerun when it is above the CPU count.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """benchmarks/_measure.py names each process of a measured command's tree by what it is."""
 
+import gc
 import sys
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -33,3 +35,12 @@ def test_the_benchmark_s_own_memory_is_not_the_command_s_peak():
     measured = measure([sys.executable, "-c", "x = bytearray(32 << 20)"])
     assert measured.returncode == 0
     assert 32 <= measured.largest_rss_mib < 32 + 2 * LAUNCHER_MIB + 20  # the interpreter's own ~10 MiB, not 300
+
+
+def test_the_launcher_is_reaped_once_and_popen_knows_it():
+    """measure() reaps the launcher with wait4; Popen must be told, or it warns "still running" when collected."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert measure([sys.executable, "-c", "import sys; sys.exit(3)"]).returncode == 3
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
