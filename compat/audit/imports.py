@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 from typing import TypeGuard
 
@@ -29,7 +30,6 @@ class ImportMap:
         self.star_modules = tuple(scopes.star_modules)
         self._resolved: dict[int, str | None] = {}
         self._resolving: set[int] = set()
-        self._all_resolved: list[tuple[str, str]] | None = None
 
     @classmethod
     def from_tree(cls, tree: ast.Module) -> ImportMap:
@@ -50,9 +50,12 @@ class ImportMap:
 
     def local_names_for(self, predicate: Callable[[str], bool]) -> list[str]:
         """Names bound anywhere to a dotted name satisfying `predicate` (e.g. every alias of `Defun`)."""
-        if self._all_resolved is None:  # asked several times per module: resolve every binding once
-            self._all_resolved = [(name, q) for name, b in self.scopes.all_bindings() if (q := self._binding(b))]
-        return sorted({name for name, q in self._all_resolved if predicate(q)})
+        return sorted({name for name, q in self._resolved_bindings if predicate(q)})
+
+    @functools.cached_property
+    def _resolved_bindings(self) -> list[tuple[str, str]]:
+        """(name, dotted name) of every binding that resolves: asked several times per module, built once."""
+        return [(name, q) for name, b in self.scopes.all_bindings() if (q := self._binding(b))]
 
     def assigned_value(self, node: ast.Name) -> ast.expr | None:
         """The expression last assigned to the name `node` uses, in its scope (None if not an assignment)."""
