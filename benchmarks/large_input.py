@@ -7,21 +7,22 @@ Run: `python benchmarks/large_input.py [--elements=2000000] [--target_gib=2]`.
 (b) *floor*: a child process that imports TensorFlow and takes one `tf.custom_gradient` gradient of the same
     input eagerly: what any process touching that input costs.
 
-Both children's peak RSS (ru_maxrss) are measured in the same run and printed with their ratio, with the
-app's wall time and report size. Exit 0 when the app's peak RSS is within the target (2 GiB), 1 otherwise.
+Both children's peak RSS (from wait4, each started by `_measure`'s launcher) are measured in the same run and
+printed with their ratio, with the app's wall time and report size. Exit 0 when the app's peak RSS is within the target (2 GiB), 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import measure  # noqa: E402
 
 SPEC = textwrap.dedent('''
     import numpy as np
@@ -49,22 +50,13 @@ FLOOR = textwrap.dedent('''
 ''')
 
 
-_WRAPPER = ("import json, resource, subprocess, sys, time; start = time.perf_counter(); "
-            "done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-            "print(json.dumps([done.returncode, time.perf_counter() - start, "
-            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.stderr[-2000:]]))")
-
-
-def _run_measured(command: list[str], cwd: str) -> tuple[float, int]:
-    """Run `command` under a small wrapper process that reports that one child's wall time and peak RSS (KiB):
-    ru_maxrss of children is a maximum over all of them, so each measured command gets its own parent."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    done = subprocess.run([sys.executable, "-c", _WRAPPER, *command], cwd=cwd, env=env, capture_output=True,
-                          text=True, check=True)
-    code, elapsed, peak_kib, stderr = json.loads(done.stdout.strip().splitlines()[-1])
-    if code not in (0, 1):
-        sys.exit(f"{' '.join(command)} failed with exit code {code}:\n{stderr}")
-    return elapsed, peak_kib
+def _run_measured(command: list[str], cwd: str) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB, from wait4) of `command`, started by `_measure`'s launcher so that neither
+    this process's memory nor the other measured command's counts in its peak."""
+    measured = measure(command, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, cwd=cwd)
+    if measured.returncode not in (0, 1):
+        sys.exit(f"{' '.join(command)} failed with exit code {measured.returncode}:\n{measured.stderr[-2000:]}")
+    return measured.seconds, measured.largest_rss_mib
 
 
 def main() -> int:
@@ -76,18 +68,17 @@ def main() -> int:
         Path(work, "large.py").write_text(SPEC.format(elements=args.elements))
         Path(work, "floor.py").write_text(FLOOR.format(elements=args.elements))
         report = Path(work, "report.json")
-        app_s, app_kib = _run_measured([sys.executable, "-m", "compat.apps.check", "--specs=large.py:LARGE",
+        app_s, app_mib = _run_measured([sys.executable, "-m", "compat.apps.check", "--specs=large.py:LARGE",
                                         "--format=json", f"--output={report}"], work)
         report_bytes = report.stat().st_size
-        floor_s, floor_kib = _run_measured([sys.executable, "floor.py"], work)
-    target_kib = args.target_gib * 1024 * 1024
+        floor_s, floor_mib = _run_measured([sys.executable, "floor.py"], work)
     print(f"{'':<10} {'wall s':>8} {'peak RSS MiB':>13}")
-    print(f"{'app':<10} {app_s:>8.1f} {app_kib / 1024:>13.0f}")
-    print(f"{'floor':<10} {floor_s:>8.1f} {floor_kib / 1024:>13.0f}")
-    print(f"ratio app/floor peak RSS: {app_kib / floor_kib:.2f}; JSON report {report_bytes / 1e6:.2f} MB "
+    print(f"{'app':<10} {app_s:>8.1f} {app_mib:>13.0f}")
+    print(f"{'floor':<10} {floor_s:>8.1f} {floor_mib:>13.0f}")
+    print(f"ratio app/floor peak RSS: {app_mib / floor_mib:.2f}; JSON report {report_bytes / 1e6:.2f} MB "
           f"for {args.elements:,} elements")
-    passed = app_kib <= target_kib
-    print(f"{'PASS' if passed else 'MISS'}: app peak RSS {app_kib / 1024 / 1024:.2f} GiB, target <= {args.target_gib} GiB")
+    passed = app_mib <= args.target_gib * 1024
+    print(f"{'PASS' if passed else 'MISS'}: app peak RSS {app_mib / 1024:.2f} GiB, target <= {args.target_gib} GiB")
     return 0 if passed else 1
 
 
