@@ -496,31 +496,88 @@ directory = sys.argv[1]
 manifest = json.load(open(directory + "/cases.json"))
 modules = [tf.saved_model.load(directory + "/" + name) for name in manifest["models"]]
 out = {}
-for index, order, grad_ys in manifest["cases"]:
-    module = next(m for m in modules if hasattr(m, f"forward_{index}"))
+
+
+def second_order_target(grads):
+    terms = [tf.reduce_sum(tf.cast(tf.convert_to_tensor(g), tf.float32)) for g in grads if g is not None]
+    return tf.add_n(terms) if terms else None
+
+
+def loaded(module, index):
     forward, loss = getattr(module, f"forward_{index}"), getattr(module, f"loss_{index}")
-    variables = list(getattr(module, f"variables_{index}"))
+    grad_ys = getattr(module, f"grad_ys_{index}", None)
     inputs = [tf.constant(v.numpy()) for v in getattr(module, f"inputs_{index}")]
+    return forward, loss, grad_ys, inputs, list(getattr(module, f"variables_{index}"))
+
+
+def tape_grads(case, order):
+    forward, loss, grad_ys, inputs, variables = case
     sources = [*inputs, *variables]
-    try:
-        with tf.GradientTape() if order == 2 else contextlib.nullcontext() as outer:
-            if order == 2:
-                outer.watch(sources)
-            with tf.GradientTape() as tape:
-                tape.watch(sources)
-                target = loss(*forward(*inputs))
-            seed = getattr(module, f"grad_ys_{index}")(target) if grad_ys else None
-            grads = tape.gradient(target, sources, output_gradients=seed)
-            if order == 2:
-                terms = [tf.reduce_sum(tf.cast(tf.convert_to_tensor(g), tf.float32)) for g in grads if g is not None]
+    with tf.GradientTape() if order == 2 else contextlib.nullcontext() as outer:
         if order == 2:
-            grads = outer.gradient(tf.add_n(terms), sources) if terms else [None] * len(sources)
-    except Exception:  # TensorFlow refuses this case (a gradient lost in the round trip): skip it
-        continue
+            outer.watch(sources)
+        with tf.GradientTape() as tape:
+            tape.watch(sources)
+            target = loss(*forward(*inputs))
+        grads = tape.gradient(target, sources, output_gradients=grad_ys(target) if grad_ys else None)
+        if order == 1:
+            return grads
+        total = second_order_target(grads)
+    return [None] * len(sources) if total is None else outer.gradient(total, sources)
+
+
+def symbolic_grads(case, order, inputs):
+    forward, loss, grad_ys, _, variables = case
+    sources = [*inputs, *variables]
+    target = loss(*forward(*inputs))
+    grads = tf.gradients(target, sources, grad_ys=grad_ys(target) if grad_ys else None)
+    if order == 1:
+        return grads
+    total = second_order_target(grads)
+    return [None] * len(sources) if total is None else tf.gradients(total, sources)
+
+
+def symbolic(cases, indices):
+    # tf.gradients for `indices` in one tf.function; a run that fails is halved, as the harness's loader does.
+    def body(*flat):
+        results, position = {}, 0
+        for index in indices:
+            inputs = flat[position: position + len(cases[index][0][3])]
+            position += len(inputs)
+            with contextlib.suppress(Exception):  # a case that cannot be differentiated: skip it
+                grads = symbolic_grads(cases[index][0], cases[index][1], inputs)
+                results[str(index)] = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+        return results
+
+    try:
+        return tf.function(body, autograph=False)(*[x for index in indices for x in cases[index][0][3]])
+    except Exception:
+        if len(indices) == 1:
+            return {}
+        middle = len(indices) // 2
+        return {**symbolic(cases, indices[:middle]), **symbolic(cases, indices[middle:])}
+
+
+def save(prefix, index, grads):
     for position, grad in enumerate(grads):
         if grad is not None:
-            out[f"{index}_{position}"] = tf.cast(tf.convert_to_tensor(grad), tf.float64).numpy()
-    out[f"{index}_n"] = np.array(len(grads))
+            out[f"{prefix}{index}_{position}"] = tf.cast(tf.convert_to_tensor(grad), tf.float64).numpy()
+    out[f"{prefix}{index}_n"] = np.array(len(grads))
+
+
+for module in modules:
+    cases = {index: (loaded(module, index), order) for index, order in manifest["cases"]
+             if hasattr(module, f"forward_{index}")}
+    for index, (case, order) in cases.items():
+        initial = [v.numpy() for v in case[4]]
+        try:
+            save("", index, tape_grads(case, order))
+        except Exception:  # TensorFlow refuses this case (a gradient lost in the round trip): skip it
+            pass
+        for variable, value in zip(case[4], initial):  # as the harness: restore what a forward changed
+            variable.assign(value)
+    for key, grads in (symbolic(cases, list(cases)) if cases else {}).items():
+        save("s", key, grads)
 np.savez(directory + "/grads.npz", **out)
 """
 
@@ -563,28 +620,39 @@ def _save(traced: dict[int, dict[str, Any]], indices: list[int], path: str, cust
 
 
 def run_saved(cases: Sequence[BaselineCase], out: Grads, custom_gradients: bool) -> None:
-    """Every case's forward and loss saved with tf.saved_model.save, loaded by one fresh Python process that
-    takes each gradient with an eager tape (nested for second order)."""
+    """Every case's forward and loss saved with tf.saved_model.save, one model per spec and dtype, all loaded by
+    one fresh Python process that takes each gradient with an eager tape (nested for second order), then with
+    tf.gradients in one tf.function per loaded model (the harness's loader does both, and reports where they
+    disagree). The tf.gradients results go in `out` under the cell's key with SYMBOLIC appended to its variant."""
     traced = {}
     for index, case in enumerate(cases):
         with contextlib.suppress(Exception):  # TensorFlow refuses to trace this combination: skip it
             traced[index] = _saved_case(case)
+    by_unit: dict[tuple[str, str], list[int]] = {}  # one model per spec and dtype, as the harness saves them
+    for index in traced:
+        by_unit.setdefault((cases[index].key[0], cases[index].key[2]), []).append(index)
     with tempfile.TemporaryDirectory() as directory:
-        saved = _save(traced, list(traced), f"{directory}/model_", custom_gradients)
+        saved = [index for unit, indices in enumerate(by_unit.values())
+                 for index in _save(traced, indices, f"{directory}/model_{unit}_", custom_gradients)]
         models = sorted(p.name for p in Path(directory).iterdir())
-        manifest = [(index, cases[index].downstream.order, "grad_ys" in traced[index]) for index in saved]
+        manifest = [(index, cases[index].downstream.order) for index in saved]
         Path(f"{directory}/cases.json").write_text(json.dumps({"models": models, "cases": manifest}))
         subprocess.run([sys.executable, "-c", _SAVED_LOADER, directory], check=True, capture_output=True,
                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
         with np.load(f"{directory}/grads.npz") as grads:
-            for index, _, _ in manifest:
-                if f"{index}_n" in grads:
-                    out[cases[index].key] = [grads[f"{index}_{p}"] if f"{index}_{p}" in grads else None
-                                             for p in range(int(grads[f"{index}_n"]))]
+            for index, _ in manifest:
+                spec, scenario, dtype, variant = cases[index].key
+                for prefix, key in (("", cases[index].key), ("s", (spec, scenario, dtype, variant + SYMBOLIC))):
+                    if f"{prefix}{index}_n" in grads:
+                        out[key] = [grads.get(f"{prefix}{index}_{p}") for p in range(int(grads[f"{prefix}{index}_n"]))]
+
+
+SYMBOLIC = "#tf.gradients"
+"""Appended to a saved_model cell's variant in the baseline's results: what tf.gradients computed there."""
 
 
 SAVED_CONTEXTS = ("saved_model", "saved_model_stripped")
-"""Run once over every plan's cases (one save, one loading process), as a user loads all models at once."""
+"""Run once over every plan's cases (one model saved per spec and dtype, one loading process for them all)."""
 
 BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = {
     "v1_session": lambda cases, out: run_graph(cases, gradients_fn(tf.compat.v1.gradients), out),
@@ -659,27 +727,38 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def verify(report: CheckReport, grads: Grads) -> str:
-    """The baseline computed what the harness computed: same cells ran, same input gradients."""
+def _same_grads(mine: Sequence[Any] | None, theirs: Sequence[Any]) -> bool:
+    return mine is not None and len(mine) == len(theirs) and all(
+        (a is None) == (b is None) and (a is None or np.allclose(
+            np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=1e-3, atol=1e-3, equal_nan=True))
+        for a, b in zip(mine, theirs, strict=True))
+
+
+_LOADER_DISAGREED = "tf.gradients inside a tf.function disagreed with the eager tape"
+
+
+def verify(report: CheckReport, grads: Grads) -> tuple[bool, str]:
+    """Whether the baseline computed what the harness computed (same cells ran, same input gradients; in the
+    saved_model contexts, tf.gradients computed the same wherever the harness reports no disagreement with the
+    tape), and a line saying so."""
     ran = {(c.spec, c.scenario, c.dtype, c.variant): c for c in report.cells
            if c.result.status in ("ok", "not_called", "not_observable")}
     refused = {(c.spec, c.scenario, c.dtype, c.variant) for c in report.cells if c.result.status == "unsupported"}
-    mismatched = []
-    for key, cell in ran.items():
-        mine = grads.get(key)
-        theirs = cell.result.input_grads
-        if mine is None or len(mine) != len(theirs) or any(
-                (a is None) != (b is None) or (a is not None and not np.allclose(
-                    np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=1e-3, atol=1e-3, equal_nan=True))
-                for a, b in zip(mine, theirs, strict=True)):
-            mismatched.append(key)
-    extra = sorted(set(grads) - set(ran))
+    tape = {key: value for key, value in grads.items() if not key[3].endswith(SYMBOLIC)}
+    mismatched = [key for key, cell in ran.items() if not _same_grads(tape.get(key), cell.result.input_grads)]
+    extra = sorted(set(tape) - set(ran))
+    agreeing = [key for key, cell in ran.items()
+                if cell.context in SAVED_CONTEXTS and _LOADER_DISAGREED not in cell.result.message]
+    symbolic_mismatched = [key for key in agreeing if not _same_grads(
+        grads.get((*key[:3], key[3] + SYMBOLIC)), ran[key].result.input_grads)]
     line = (f"verify: harness ran {len(ran)} cells (+{len(refused)} unsupported, "
-            f"{len(report.cells) - len(ran) - len(refused)} error); baseline ran {len(grads)}; "
-            f"{len(ran) - len(mismatched)} match, {len(mismatched)} differ, {len(extra)} only in the baseline")
-    for key in (mismatched + extra)[:8]:
+            f"{len(report.cells) - len(ran) - len(refused)} error); baseline ran {len(tape)}; "
+            f"{len(ran) - len(mismatched)} match, {len(mismatched)} differ, {len(extra)} only in the baseline; "
+            f"tf.gradients in the loading process: {len(agreeing) - len(symbolic_mismatched)} of {len(agreeing)} "
+            f"saved cells match")
+    for key in (mismatched + extra + symbolic_mismatched)[:8]:
         line += f"\n  differs: {'/'.join(key)} harness={ran.get(key) and ran[key].result.status}"
-    return line
+    return not (mismatched or extra or symbolic_mismatched), line
 
 
 def profile_harness(names: Sequence[str], scenarios: Sequence[str], dtypes: Sequence[str]) -> str:
@@ -818,7 +897,9 @@ def main(argv: Sequence[str]) -> int:
             ("peak RSS MiB of this process (both sides, all repeats)", f"{peak_rss_mib():.0f}"),
         ]
         if _VERIFY.value:
-            rows.append(("verify", verify(report, grads)))
+            verified, line = verify(report, grads)
+            verdicts.append(verified)  # a baseline that computed something else makes the ratio meaningless
+            rows.append(("verify", line))
     if _APP.value:
         with tempfile.TemporaryDirectory() as tmp:
             runs: dict[int, list[Measured]] = {jobs: [] for jobs in all_jobs}

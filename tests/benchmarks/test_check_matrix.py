@@ -9,7 +9,9 @@ from pathlib import Path
 import compat
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "check_matrix.py"
-TINY = ["--specs=sign_ste", "--scenarios=sum", "--repeats=1"]
+# Two sources and second order: the sum of first-order gradients is an add_n the baseline once took outside
+# its tape, and its saved_model loader got None where the harness got the eager values.
+TINY = ["--specs=two_input_mul", "--scenarios=second_order", "--repeats=1"]
 
 
 def _run(*args):
@@ -35,5 +37,10 @@ def test_a_missed_target_exits_1_and_a_usage_error_2():
     missed = _run(*TINY, "--noapp", "--target=0")
     assert missed.returncode == 1, missed.stdout + missed.stderr
     assert "MISS" in missed.stdout
+    verified = re.search(r"(\d+) match, (\d+) differ, (\d+) only in the baseline; tf.gradients in the loading "
+                         r"process: (\d+) of (\d+) saved cells match", missed.stdout)
+    assert verified, missed.stdout
+    matched, differ, extra, symbolic, saved = map(int, verified.groups())
+    assert matched > 0 and differ == extra == 0 and symbolic == saved > 0, verified.group(0)
     unknown = _run("--specs=no_such_spec")
     assert unknown.returncode == 2 and "unknown spec(s) ['no_such_spec']" in unknown.stderr
