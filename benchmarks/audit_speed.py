@@ -9,6 +9,9 @@ the interpreter's start), timed with wall and CPU seconds and the peak RSS of ev
   CPUs, `--repeats` times (default 5): the median run is printed and judged, with the best beside it;
 - both again on a tree holding 4 copies of the tree's .py files (hard links where possible), to check that
   peak memory stays flat in the number of files;
+- the floor: CPython's parser and symbol table alone on every file of the tree, as a bare script with as many
+  forked processes as the most jobs (what any syntax check of the whole tree costs on this machine now), and
+  `--strict`'s time as a multiple of it;
 - one 5 MB one-line file (parsing it would take ~1.7 GiB; the parse limit keeps it to the read);
 - `tf_upgrade_v2` on the same tree (unless --skip-upgrade), which parses every file: it is compared with
   `--strict`, which does too. Lines per second count the lines of the files a run parsed (for the default
@@ -60,6 +63,33 @@ def run_audit(tree: str, jobs: int, strict: bool, output: Path) -> tuple[Measure
     if measured.returncode not in (0, 1):  # 1: findings
         sys.exit(f"compat-audit failed (exit {measured.returncode}) on {tree}:\n{measured.stderr[-2000:]}")
     return measured, json.loads(output.read_text())["summary"]
+
+
+_FRONT_END = """
+import multiprocessing, os, symtable, sys, warnings
+warnings.simplefilter("ignore")
+
+
+def check(path):
+    with open(path, "rb") as f:
+        source = f.read()
+    try:
+        symtable.symtable(source, path, "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        pass
+
+
+paths = [os.path.join(d, name) for d, _, names in os.walk(sys.argv[1]) for name in names if name.endswith(".py")]
+with multiprocessing.get_context("fork").Pool(int(sys.argv[2])) as pool:
+    for _ in pool.imap_unordered(check, paths, chunksize=16):
+        pass
+"""
+
+
+def front_end_floor(tree: str, jobs: int) -> Measured:
+    """CPython's front end alone on every .py file of `tree` (read, then parser and symbol table, in a pool of
+    `jobs` forked processes): the least work a syntax check of the whole tree can do, as a bare script."""
+    return measure([sys.executable, "-c", _FRONT_END, tree, str(jobs)])
 
 
 def copies_of(tree: str, copies: int, into: Path) -> str:
@@ -149,9 +179,14 @@ def main() -> int:
         output = Path(tmp) / "report.json"
         run_audit(tree, most, False, output)  # warm the page cache so every run reads from memory
         results: dict[tuple[bool, int], tuple[Measured, dict[str, int]]] = {}
+        floors: list[float] = []
         for strict in (False, True):
             for jobs in all_jobs:
-                runs = [run_audit(tree, jobs, strict, output) for _ in range(args.repeats)]
+                runs = []
+                for _ in range(args.repeats):
+                    runs.append(run_audit(tree, jobs, strict, output))
+                    if strict and jobs == most:  # alternated with --strict, so both see the machine alike
+                        floors.append(front_end_floor(tree, most).seconds)
                 runs.sort(key=lambda run: run[0].seconds)
                 measured, summary = results[strict, jobs] = runs[len(runs) // 2]  # the median run
                 best = runs[0][0].seconds
@@ -163,6 +198,11 @@ def main() -> int:
                       f"files, {lines} lines, median of {len(runs)} {measured.seconds:.2f} s wall (best {best:.2f}), "
                       f"{measured.cpu_seconds:.2f} s CPU, {rate}; peak RSS MiB {measured.rss_line()}; "
                       f"{load_average()}", flush=True)
+        floors.sort()
+        floor = floors[len(floors) // 2]
+        print(f"floor: CPython's parser and symbol table alone on every file, {most} processes, as a bare script: "
+              f"median of {len(floors)} {floor:.2f} s wall (best {floors[0]:.2f}); compat-audit --strict "
+              f"--jobs={most} takes {results[True, most][0].seconds / floor:.2f}x that; {load_average()}", flush=True)
         for strict, target in ((False, args.default_target), (True, args.strict_target)):
             seconds = results[strict, most][0].seconds
             if seconds > target:

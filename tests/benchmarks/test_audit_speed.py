@@ -1,5 +1,6 @@
 """benchmarks/audit_speed.py exits 0 when its targets are met, 1 when one is missed, 2 on a usage error."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,8 @@ def test_exit_codes_follow_the_targets(tmp_path):
     assert met.returncode == 0, met.stdout + met.stderr
     assert "median of 2" in met.stdout
     assert "--strict --jobs=2: 2 files, 6 lines" in met.stdout and "(1 of 2 files parsed)" in met.stdout
+    assert re.search(r"floor: .* 2 processes, .* median of 2 [\d.]+ s wall .* --strict --jobs=2 takes [\d.]+x that",
+                     met.stdout), met.stdout
     assert "4x tree --strict --jobs=2: 8 files" in met.stdout and met.stdout.strip().endswith("PASS")
     missed = _run(tmp_path, "--jobs=1", "--repeats=1", "--strict-target=0")
     assert missed.returncode == 1 and "MISS: --strict audit" in missed.stdout
