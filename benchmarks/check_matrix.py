@@ -797,11 +797,12 @@ _NUMBERED = re.compile(r"\d+")
 
 
 def _numbers_masked(value: Any) -> Any:
-    """`value` with every number in its strings masked; a message cut at its length limit ("...") is kept to
-    its first 300 characters, since numbers of another length move the cut."""
+    """`value` with every number in its strings masked; a string holding a message cut at its length limit
+    ("...", also inside a difference's detail: "...)") is kept to its first 300 characters, since numbers of
+    another length move the cut."""
     if isinstance(value, str):
         masked = _NUMBERED.sub("#", re.sub(r"_\d+\b", "", value))  # Keras: `op_layer`, then `op_layer_1`
-        return masked[:300] if value.endswith("...") else masked
+        return masked[:300] if "..." in value else masked
     if isinstance(value, dict):
         return {key: _numbers_masked(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -1,5 +1,6 @@
 """benchmarks/check_matrix.py exits 0 when its targets are met, 1 when one is missed, 2 on a usage error."""
 
+import json
 import os
 import re
 import subprocess
@@ -44,3 +45,24 @@ def test_a_missed_target_exits_1_and_a_usage_error_2():
     assert matched > 0 and differ == extra == 0 and symbolic == saved > 0, verified.group(0)
     unknown = _run("--specs=no_such_spec")
     assert unknown.returncode == 2 and "unknown spec(s) ['no_such_spec']" in unknown.stderr
+
+
+def test_reports_equal_but_for_per_process_numbers_that_move_a_cut(tmp_path):
+    cut = "LookupError: No gradient for operation'gradients/gc_scaled_ste_{}_grad/SymbolicGradient' " + "x" * 600
+
+    def report(number, status):
+        message = cut.format(number)[:420] + "..."
+        cell = {"spec": "scaled_ste", "scenario": "second_order", "variant": "defun_grad_func@v1_session",
+                "message": message, "differences": [{"kind": status, "detail": f"status: {status} ({message})"}]}
+        return json.dumps({"summary": {"cells": 1}, "cells": [cell]})
+
+    (tmp_path / "one.json").write_text(report(12, "unsupported"))
+    (tmp_path / "many.json").write_text(report(552, "unsupported"))
+    (tmp_path / "other.json").write_text(report(552, "error"))
+    code = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import check_matrix; "
+            "print(check_matrix.compare_reports(Path(sys.argv[2]), Path(sys.argv[3])))")
+    for other, expected in (("many.json", "(True, 'equal, except 1 of 1 cells"), ("other.json", "(False, '1 cells")):
+        done = subprocess.run([sys.executable, "-c", code, str(SCRIPT.parent), str(tmp_path / "one.json"),
+                               str(tmp_path / other)], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        assert done.stdout.startswith(expected), done.stdout + done.stderr
