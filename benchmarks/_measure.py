@@ -82,7 +82,7 @@ def measure(command: Sequence[str], env: Mapping[str, str] | None = None, cwd: s
         peaks: dict[int, tuple[str, float]] = {}
         while not (reaped := os.wait4(launcher.pid, os.WNOHANG))[0]:
             for pid, parent in _tree(launcher.pid):
-                sample = _peak(pid) if pid != launcher.pid else None
+                sample = _peak(pid, " ".join(command)) if pid != launcher.pid else None
                 if sample is not None:
                     role = "main" if parent == launcher.pid else sample[0]
                     peaks[pid] = (role, max(sample[1], peaks.get(pid, ("", 0.0))[1]))
@@ -121,8 +121,8 @@ def _tree(root: int) -> list[tuple[int, int]]:
     return found
 
 
-def _peak(pid: int) -> tuple[str, float] | None:
-    """(role, VmHWM MiB) of a live process, or None when it is gone or is a zombie."""
+def _peak(pid: int, command: str) -> tuple[str, float] | None:
+    """(role, VmHWM MiB) of a live process of `command`'s tree, or None when it is gone or is a zombie."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
@@ -131,13 +131,20 @@ def _peak(pid: int) -> tuple[str, float] | None:
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     if "VmHWM" not in fields:
         return None
-    return _role(cmdline), int(fields["VmHWM"].split()[0]) / 1024
+    return _role(cmdline, command), int(fields["VmHWM"].split()[0]) / 1024
 
 
 _ROLES = (("resource_tracker", "resource_tracker"), ("saved_model_loader", "saved_model loader"))
 
 
-def _role(cmdline: str) -> str:
+def _role(cmdline: str, command: str) -> str:
     """What a process of the tree is, from its command line: multiprocessing's resource tracker, the SavedModel
-    loading process a context starts, or else a worker (spawned, or forked with the main's command line)."""
-    return next((role for marker, role in _ROLES if marker in cmdline), "worker")
+    loading process a context starts, a worker (spawned by multiprocessing, or forked with the main's command
+    line `command`), or else another program some library ran (`uname -p`, `ldconfig`), named by its own."""
+    found = next((role for marker, role in _ROLES if marker in cmdline), None)
+    if found is not None:
+        return found
+    if "spawn_main" in cmdline or cmdline.strip() == command.strip():
+        return "worker"
+    program = cmdline.split(" ", 1)[0].rsplit("/", 1)[-1]
+    return f"other ({program or '?'})"
