@@ -28,7 +28,7 @@ def test_a_command_and_its_child_are_each_measured():
     measured = measure([sys.executable, "-c", parent])
     assert measured.returncode == 0
     roles = [role for role, _ in measured.processes]
-    assert roles[0] == "main" and roles[1:] == ["other (python)"]  # a program it ran, not a worker
+    assert roles[0] == "main" and roles[1:] == [f"other ({Path(sys.executable).name})"]  # a program it ran
     assert measured.largest_rss_mib >= 64  # the child's 64 MiB, exact from wait4
 
 
