@@ -80,9 +80,10 @@ def measure(command: Sequence[str], env: Mapping[str, str] | None = None, cwd: s
         finally:
             os.close(write_end)
         peaks: dict[int, tuple[str, float]] = {}
+        command_line = " ".join(command)  # as a forked worker's /proc cmdline reads
         while not (reaped := os.wait4(launcher.pid, os.WNOHANG))[0]:
             for pid, parent in _tree(launcher.pid):
-                sample = _peak(pid, " ".join(command)) if pid != launcher.pid else None
+                sample = _peak(pid, command_line) if pid != launcher.pid else None
                 if sample is not None:
                     role = "main" if parent == launcher.pid else sample[0]
                     peaks[pid] = (role, max(sample[1], peaks.get(pid, ("", 0.0))[1]))
