@@ -20,7 +20,15 @@ from typing import Any
 from absl import app, flags
 
 from compat._version import __version__
-from compat.apps._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, ProgressBar, run_app, wants_progress
+from compat.apps._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    ProgressBar,
+    import_tensorflow_quietly,
+    run_app,
+    wants_progress,
+)
 from compat.rewrite import FileResult, rewrite_paths
 from compat.rewrite.files import DEFAULT_MAX_FILE_BYTES, _files, write_result
 
@@ -38,7 +46,11 @@ _VERIFY = flags.DEFINE_bool(
     "or --entries.")
 _ENTRIES = flags.DEFINE_string(
     "entries", None, "With --verify, for files that declare no GRADCOMPAT_ENTRIES: the functions to run and their "
-    "inputs, e.g. 'model_fn:float32[8,3];ste:float32[3]' (name:dtype[shape],dtype[shape] per input).")
+    "inputs, e.g. 'model_fn:float32[8,3];ste:float32[3]' (name:dtype[shape],dtype[shape] per input); each file "
+    "gets those it defines. Without any, verify infers entries (a Defun's dtypes, the parameters of functions "
+    "holding legacy sites) and says what it could not infer.")
+_SCENARIOS = flags.DEFINE_list("scenarios", None, "With --verify: the scenarios to compare (`forward` for the outputs, "
+                               "engine scenarios as in compat-check --list). Default: all.")
 _EXCLUDE = flags.DEFINE_multi_string("exclude", [], "Glob of paths to skip; repeatable or comma-separated.")
 _MAX_FILE_BYTES = flags.DEFINE_integer("max_file_bytes", DEFAULT_MAX_FILE_BYTES, "Larger files are skipped.",
                                        lower_bound=1)
@@ -75,29 +87,55 @@ def _summary(results: Sequence[FileResult]) -> dict[str, Any]:
 
 
 def _entries() -> Any:
-    """--entries parsed (None when not given); a malformed value is a usage error saying the format."""
+    """--entries parsed (None when not given); a malformed value, or an unknown --scenarios name, is a usage error
+    saying the format."""
     from compat.verify import EntriesError, parse_entries
 
     try:
-        return parse_entries(_ENTRIES.value) if _ENTRIES.value else None
+        entries = parse_entries(_ENTRIES.value) if _ENTRIES.value is not None else None
     except EntriesError as e:
         raise app.UsageError(f"--entries: {e}", exitcode=EXIT_USAGE) from None
+    if _SCENARIOS.value is not None:
+        from compat.verify._runner import check_scenarios
+
+        import_tensorflow_quietly()
+        try:
+            check_scenarios(_SCENARIOS.value)
+        except ValueError as e:
+            raise app.UsageError(f"--scenarios: {e}", exitcode=EXIT_USAGE) from None
+    return entries
 
 
 def _verify(results: Sequence[FileResult], entries: Any) -> dict[str, Any]:
     """Each proposed rewrite against its file as it is on disk (never yet written)."""
-    from compat.verify import ENTRIES_CONSTANT, verify_rewrite
+    from compat.verify import verify_rewrite
 
     reports: dict[str, Any] = {}
     for result in results:
         if result.status == "rewritten" and not result.written:
-            declared = ENTRIES_CONSTANT in result.original  # a file's own declaration wins over --entries
             try:
                 reports[result.path] = verify_rewrite(os.path.abspath(result.path), result.rewritten,
-                                                      None if declared else entries)
+                                                      _entries_for(result.original, entries),
+                                                      scenarios=_SCENARIOS.value)
             except Exception as e:  # noqa: BLE001 - one file's failure is its result, not the end of the run
                 reports[result.path] = f"verification could not run: {type(e).__name__}: {e}"
     return reports
+
+
+def _entries_for(source: str, entries: Any) -> Any:
+    """The --entries this file defines a module-level function for, unless it declares its own (they win);
+    None lets verify read the declaration or infer entries."""
+    import ast
+
+    from compat.verify._entries import declares_entries
+
+    if entries is None or declares_entries(source):
+        return None
+    try:
+        defined = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    except SyntaxError:
+        return None
+    return {name: spec for name, spec in entries.items() if name in defined} or None
 
 
 def _write_proven(results: list[FileResult], verified: dict[str, Any]) -> list[FileResult]:
@@ -114,10 +152,10 @@ def _write_proven(results: list[FileResult], verified: dict[str, Any]) -> list[F
 def _verify_line(path: str, report: Any) -> str:
     if isinstance(report, str):
         return f"{path}: verify: NOT proven equivalent: {report}\n"
-    counts = ", ".join(f"{n} {status}" for status, n in report.counts().items() if n)
+    notes = "".join(f"{path}: verify: note: `{entry}`: {note}\n" for entry, note in report.notes.items())
     if report.ok:
-        return f"{path}: verify: equivalent ({counts})\n"
-    return f"{path}: verify: NOT proven equivalent ({counts})\n{report.render_text()}"
+        return f"{path}: verify: equivalent ({report.summary()})\n{notes}"
+    return f"{path}: verify: NOT proven equivalent ({report.summary()})\n{report.render_text()}"
 
 
 def _verified(report: Any) -> bool:
@@ -140,6 +178,9 @@ def main(argv: Sequence[str]) -> int:
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
         raise app.UsageError(f"no such file or directory: {', '.join(missing)}", exitcode=EXIT_USAGE)
+    if not _VERIFY.value and (_ENTRIES.value is not None or _SCENARIOS.value is not None):
+        raise app.UsageError("--entries and --scenarios only apply with --verify (they choose what verify runs)",
+                             exitcode=EXIT_USAGE)
     entries = _entries() if _VERIFY.value else None
     excludes = [p.strip() for value in _EXCLUDE.value for p in value.split(",") if p.strip()]
     bar = ProgressBar(sum(1 for _ in _files(paths, excludes)), "files") if wants_progress(_PROGRESS.value) else None

@@ -101,13 +101,52 @@ def test_in_place_verify_writes_only_proven_rewrites_judged_against_the_original
     assert (tree / "sign_ste.py").read_text() == (EXPECTED / "sign_ste.py").read_text()
 
 
-def test_verify_without_entries_leaves_the_file_untouched_and_says_how(tree: Path) -> None:
+def test_verify_without_entries_infers_them_and_says_how(tree: Path) -> None:
     user = tree / "user_model.py"
     user.write_text(WRONG_BY_HAND)
+    done = _run("--in-place", "--verify", "--scenarios=forward,sum,weighted", str(user))
+    assert done.returncode == 1, done.stderr
+    assert "user_model.py: verify: equivalent (EQUIVALENT: 9 of 9 cells compared and the same)" in done.stderr
+    assert "note: `sign_ste`: inputs inferred: float32[3], the first of ranks 1-4" in done.stderr
+    assert "custom_gradient" in user.read_text()
+
+
+IN_A_METHOD = (
+    "import tensorflow.compat.v1 as tf\n\n\n"
+    "class Net:\n"
+    "    def call(self, x):\n"
+    "        with tf.get_default_graph().gradient_override_map({\"Sign\": \"Identity\"}):\n"
+    "            return tf.sign(x)\n"
+)
+
+
+def test_verify_that_can_infer_nothing_leaves_the_file_untouched_and_says_what_to_declare(tree: Path) -> None:
+    user = tree / "net.py"
+    user.write_text(IN_A_METHOD)
     done = _run("--in-place", "--verify", str(user))
     assert done.returncode == 3, done.stderr
-    assert "NOT proven equivalent" in done.stderr and "GRADCOMPAT_ENTRIES" in done.stderr
+    assert "NOT proven equivalent" in done.stderr and "in a method" in done.stderr
+    assert "GRADCOMPAT_ENTRIES" in done.stderr
     assert "not written: --verify did not prove the rewrite equivalent" in done.stderr
-    assert user.read_text() == WRONG_BY_HAND
-    bad = _run("--verify", "--entries=model:float32[", str(user))
-    assert bad.returncode == 2 and "--entries" in bad.stderr
+    assert user.read_text() == IN_A_METHOD
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--verify", "--entries=model:float32["), "--entries"),
+    (("--entries=model:float32[4]",), "only apply with --verify"),
+    (("--scenarios=sum",), "only apply with --verify"),
+    (("--verify", "--scenarios=summ"), "unknown scenario"),
+])
+def test_verify_flags_are_checked_before_anything_runs(tree: Path, args: tuple[str, ...], message: str) -> None:
+    user = tree / "user_model.py"
+    user.write_text(WRONG_BY_HAND)
+    bad = _run(*args, str(user))
+    assert bad.returncode == 2 and message in bad.stderr, bad.stderr
+
+
+def test_entries_named_in_a_comment_do_not_hide_the_flag(tree: Path) -> None:
+    user = tree / "user_model.py"
+    user.write_text("# GRADCOMPAT_ENTRIES are given on the command line\n" + WRONG_BY_HAND)
+    done = _run("--verify", "--entries=model:float32[4]", "--scenarios=forward,sum", str(user))
+    assert "user_model.py: verify: equivalent" in done.stderr, done.stderr
+    assert "note: `model`" not in done.stderr  # model's inputs came from --entries, not inferred
