@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from compat.verify import EntriesError, example_inputs, parse_entries, read_entries
+from compat.verify._entries import declares_entries
 
 
 def test_entries_are_read_statically():
@@ -48,3 +49,27 @@ def test_example_inputs_are_deterministic_and_away_from_discontinuities():
 def test_malformed_entry_flags_are_refused_not_read_as_fewer_inputs(text):
     with pytest.raises(EntriesError, match="dtype\\[shape\\]"):
         parse_entries(text)
+
+
+def test_the_last_assignment_counts_as_in_python_and_a_comment_declares_nothing():
+    source = ('GRADCOMPAT_ENTRIES = {"old": [("float32", [3])]}\n'
+              'GRADCOMPAT_ENTRIES = {"new": [("float64", [2])]}\n')
+    assert read_entries(source) == {"new": [("float64", [2])]}
+    assert declares_entries(source)
+    assert not declares_entries("# GRADCOMPAT_ENTRIES come from --entries\nx = 'GRADCOMPAT_ENTRIES'\n")
+
+
+@pytest.mark.parametrize("text, match", [
+    ("f:float32[3]float32[3]", "separated by commas"),
+    ("f:float32[3];f:float32[2]", "given twice"),
+    ("f:", "has no inputs"),
+    ("f:float32[100000,100000]", r"10,000,000,000 elements \(38,147 MiB\)"),
+])
+def test_entry_flags_that_python_would_read_otherwise_are_refused(text, match):
+    with pytest.raises(EntriesError, match=match):
+        parse_entries(text)
+
+
+def test_a_declared_entry_without_inputs_is_refused():
+    with pytest.raises(EntriesError, match="non-empty list"):
+        read_entries("GRADCOMPAT_ENTRIES = {'f': []}\n")

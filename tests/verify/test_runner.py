@@ -220,15 +220,15 @@ def test_a_module_with_relative_imports_is_verified_as_part_of_its_package(tmp_p
     assert report.ok, report.render_text()
 
 
-def test_a_latin1_module_with_its_coding_line_is_verified(tmp_path):
-    source = ("# -*- coding: latin-1 -*-\n# Gradient f\xfcr sign\nimport tensorflow as tf\n\n"
-              "GRADCOMPAT_ENTRIES = {'ste': [('float32', [3])]}\n\n\ndef ste(x):\n"
+@pytest.mark.parametrize("encoding, header", [("latin-1", "# -*- coding: latin-1 -*-\n"), ("utf-8-sig", "")])
+def test_a_module_in_its_declared_encoding_or_with_a_bom_is_verified(tmp_path, encoding, header):
+    body = "# Gradient f\xfcr sign\nimport tensorflow as tf\n\n"
+    source = (header + body + "GRADCOMPAT_ENTRIES = {'ste': [('float32', [3])]}\n\n\ndef ste(x):\n"
               "    with tf.get_default_graph().gradient_override_map({'Sign': 'Identity'}):\n"
               "        return tf.sign(x)\n")
     path = tmp_path / "ops.py"
-    path.write_bytes(source.encode("latin-1"))
-    rewrite = ("# -*- coding: latin-1 -*-\n# Gradient f\xfcr sign\nimport tensorflow as tf\n\n\n@tf.custom_gradient\n"
-               "def ste(x):\n    return tf.sign(x), lambda dy: dy\n")
+    path.write_bytes(source.encode(encoding))
+    rewrite = header + body + "\n@tf.custom_gradient\ndef ste(x):\n    return tf.sign(x), lambda dy: dy\n"
     report = verify_rewrite(str(path), rewrite, contexts=("eager_tape",), scenarios=["forward", "sum"])
     assert report.ok, report.render_text()
 
