@@ -45,7 +45,8 @@ class ReturnedUpstreams:
                     "tensors the compiled function cannot return")
 
     def capture(self, probe: Probe, site: _Site, tensors: list[tf.Tensor]) -> Any:
-        if any(tensor.graph is not self.graph for tensor in tensors) or tf.compat.v1.get_default_graph() is not self.graph:
+        if (any(tensor.graph is not self.graph for tensor in tensors)
+                or tf.compat.v1.get_default_graph() is not self.graph):
             return None
         self.tensors += tensors
         self._pending.append((probe, site, len(tensors)))
@@ -88,6 +89,54 @@ def capturing_upstreams(sink: _Sink) -> Iterator[_Sink]:
 def returning_upstreams(graph: Any) -> contextlib.AbstractContextManager[ReturnedUpstreams]:
     """While tracing into `graph`, capture every probe's upstreams as tensors to return (see ReturnedUpstreams)."""
     return capturing_upstreams(ReturnedUpstreams(graph))
+
+
+class OpTensors(Sequence[Any]):
+    """`op.inputs` or `op.outputs` (a slice of them), read from `op` only when the gradient function uses them.
+
+    A legacy gradient function `(op, *grads)` that never reads `op` works where TensorFlow hands it no op:
+    `tf.saved_model.save` traces every registered gradient with `op=None`. The adapter must not read `op` on
+    the user's behalf, so each spec gets what its own legacy code would: reading it then raises Python's own
+    AttributeError (`'NoneType' object has no attribute 'inputs'`), and TensorFlow refuses to save.
+    """
+
+    def __init__(self, op: Any, attribute: str, start: int = 0, stop: int | None = None):
+        self.op = op
+        self._attribute = attribute
+        self._slice = slice(start, stop)
+        self._tensors: tuple[Any, ...] | None = None
+
+    @property
+    def missing_op(self) -> bool:
+        """True when TensorFlow handed the gradient function no op (`op=None`)."""
+        return self.op is None
+
+    def _read(self) -> tuple[Any, ...]:
+        if self._tensors is None:
+            self._tensors = tuple(getattr(self.op, self._attribute))[self._slice]
+        return self._tensors
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._read()[index]
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._read())
+
+    def __add__(self, other: Any) -> tuple[Any, ...]:
+        return self._read() + tuple(other)
+
+    def __radd__(self, other: Any) -> tuple[Any, ...]:
+        return tuple(other) + self._read()
+
+    def __repr__(self) -> str:
+        return f"op.{self._attribute}" if self._tensors is None else repr(self._tensors)
+
+
+def _missing_op(*sequences: Sequence[Any]) -> bool:
+    return any(isinstance(sequence, OpTensors) and sequence.missing_op for sequence in sequences)
 
 
 def user_exception(exc: BaseException) -> bool:
@@ -193,6 +242,8 @@ class Probe:
         self._recorders: list[Callable[..., np.int64]] = []
         self.unobservable: str | None = None
         """Why the upstream could not be captured in this context (the calls are then unknown), or None."""
+        self.forward_ops: set[str] = set()
+        """Names of the graph ops the forward created (graph modes), so a run-time failure of one is the forward's."""
 
     @property
     def where(self) -> str:
@@ -215,12 +266,16 @@ class Probe:
 
     def forward(self, *inputs: Any) -> tuple[Any, ...]:
         """Run the spec's forward, normalised to a tuple of tensors, naming the spec if it fails."""
+        graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
+        before = len(graph.get_operations()) if graph is not None else 0
         try:
             outputs = self.spec.forward(*inputs)
         except BaseException as exc:
             if not user_exception(exc):
                 raise
             raise self.fail(f"forward raised {describe_exception(exc)}", exc) from exc
+        if graph is not None:
+            self.forward_ops.update(op.name for op in graph.get_operations()[before:])
         if isinstance(outputs, (list, tuple)):
             if not outputs:
                 raise self.fail("forward returned no outputs; return a tensor or a tuple of tensors")
@@ -249,17 +304,20 @@ class Probe:
         self.traces += 1
         site, tensors = _Site.flatten(upstreams)
         recorded = self._record(site, tensors)
+        inputs, outputs = _as_sequence(inputs), _as_sequence(outputs)
         try:
-            grads = self.spec.gradient(tuple(inputs), tuple(outputs), tuple(upstreams))
+            grads = self.spec.gradient(inputs, outputs, tuple(upstreams))
         except BaseException as exc:
             if not user_exception(exc):
                 raise
+            if _missing_op(inputs, outputs) and isinstance(exc, AttributeError):
+                raise  # TensorFlow gave no op and the gradient read it: TensorFlow's own failure, as in legacy code
             raise self.fail(f"gradient raised {describe_exception(exc)}", exc) from exc
         grads = self._check(inputs, grads)
         with tf.control_dependencies([recorded]):
             if none_as_zeros:
-                return [tf.zeros_like(x) if g is None else tf.convert_to_tensor(g)
-                        for x, g in zip(inputs, grads, strict=True)]
+                return [tf.zeros_like(inputs[index]) if g is None and index < len(inputs) else
+                        None if g is None else tf.convert_to_tensor(g) for index, g in enumerate(grads)]
             return [_after(grad) for grad in grads]
 
     def _record(self, site: _Site, tensors: list[tf.Tensor]) -> tf.Tensor:
@@ -290,8 +348,8 @@ class Probe:
         return recorded
 
     def _check(self, inputs: Sequence[Any], grads: Any) -> list[Any]:
-        """The gradients as a list, one per input; a wrong count or a non-tensor fails, a wrong dtype or
-        shape is noted in `violations` and handed to TensorFlow unchanged."""
+        """The gradients as a list; a non-tensor fails; a wrong count, dtype or shape is noted in `violations`
+        and handed to TensorFlow unchanged, so each variant shows what TensorFlow does with it."""
         if grads is None or isinstance(grads, (tf.Tensor, tf.IndexedSlices, np.ndarray)):
             grads = [grads]
         try:
@@ -299,12 +357,15 @@ class Probe:
         except TypeError:
             raise self.fail(f"gradient returned {type(grads).__name__}; return a list with one gradient "
                             f"(or None) per input") from None
-        if len(grads) != len(inputs):
-            raise self.fail(f"gradient returned {len(grads)} value{'s' * (len(grads) != 1)} for "
-                            f"{len(inputs)} input{'s' * (len(inputs) != 1)}; return one gradient (or None) "
-                            f"per input, in input order")
+        # Without an op (a SavedModel traces gradients with op=None) the spec's own inputs say what is expected.
+        expected: Sequence[Any] = self.spec.sources if _missing_op(inputs) else inputs
+        if len(grads) != len(expected):
+            self._violate(f"gradient returned {len(grads)} value{'s' * (len(grads) != 1)} for "
+                          f"{len(expected)} input{'s' * (len(expected) != 1)}; return one gradient (or None) "
+                          f"per input, in input order")
         checked: list[Any] = []
-        for index, (grad, value) in enumerate(zip(grads, inputs, strict=True)):
+        for index, grad in enumerate(grads):
+            value = expected[index] if index < len(expected) else None
             if grad is None:
                 checked.append(None)
                 continue
@@ -313,10 +374,13 @@ class Probe:
                     grad = tf.convert_to_tensor(grad)
                 except (TypeError, ValueError) as exc:
                     raise self.fail(f"gradient[{index}] is a {type(grad).__name__}, not a tensor", exc) from exc
-            expected = tf.as_dtype(value.dtype)
-            if grad.dtype.base_dtype != expected.base_dtype:
+            if value is None:
+                checked.append(grad)
+                continue
+            dtype = tf.as_dtype(value.dtype)
+            if grad.dtype.base_dtype != dtype.base_dtype:
                 self._violate(f"gradient[{index}] has dtype {grad.dtype.name} but input {index} has dtype "
-                              f"{expected.name}; cast it with tf.cast(grad, x.dtype)")
+                              f"{dtype.name}; cast it with tf.cast(grad, x.dtype)")
             if not isinstance(grad, tf.IndexedSlices) and not grad.shape.is_compatible_with(value.shape):
                 self._violate(f"gradient[{index}] has shape {grad.shape} but input {index} has shape "
                               f"{value.shape}; a gradient must have its input's shape")
@@ -326,6 +390,11 @@ class Probe:
     def _violate(self, problem: str) -> None:
         if problem not in self.violations:
             self.violations.append(problem)
+
+
+def _as_sequence(values: Sequence[Any]) -> Sequence[Any]:
+    """What the gradient function receives: a tuple, or the OpTensors as they are (read only if used)."""
+    return values if isinstance(values, OpTensors) else tuple(values)
 
 
 def _replica_id() -> tf.Tensor | None:

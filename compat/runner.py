@@ -27,6 +27,15 @@ _REFUSALS = (tf.errors.NotFoundError, tf.errors.UnimplementedError)
 inside a tf.function) rather than user code failing: reported as `unsupported`, like build-time refusals."""
 
 
+_NO_KERNEL = re.compile(r"OpKernel|Could not find device for node")
+"""A NotFoundError that is an op without a kernel on this device (`bfloat16` Lgamma on CPU): the spec's op
+cannot run here, which eager contexts report as the forward failing; not a combination TensorFlow refuses."""
+
+
+def _refused(error: BaseException) -> bool:
+    return isinstance(error, _REFUSALS) and not _NO_KERNEL.search(str(error))
+
+
 _REJECTIONS = (ValueError, TypeError, tf.errors.InvalidArgumentError, tf.errors.InternalError)
 """How TensorFlow rejects a gradient of the wrong shape or dtype (`Incompatible shapes between op input and
 calculated input gradient`, `does not match declared output type`), as opposed to refusing a combination."""
@@ -155,7 +164,8 @@ def _classify(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
     """
     mechanism, context = probe.variant.split("@")
     scale = outcome.upstream_scale
-    calls = tuple(probe.calls) if scale is None else tuple(tuple(_unscaled(u, scale) for u in call) for call in probe.calls)
+    calls = tuple(probe.calls) if scale is None else tuple(
+        tuple(_unscaled(u, scale) for u in call) for call in probe.calls)
     common: dict[str, Any] = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
                   upstreams=calls, calls=len(probe.calls), traces=probe.traces, upstream_scale=scale,
                   compute_dtype=outcome.compute_dtype,
@@ -167,17 +177,22 @@ def _classify(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
         return VariantResult(status="error", message=f"{probe.where}: {outcome.error}", **common)
     if outcome.error is not None:
         reason = _tensorflow_message(outcome.error)
-        broken = f"; the gradient function broke its contract: {'; '.join(probe.violations)}" if probe.violations else ""
+        broken = (f"; the gradient function broke its contract: {'; '.join(probe.violations)}"
+                  if probe.violations else "")
         if broken and isinstance(outcome.error, _REJECTIONS):
             message = f"{probe.where}: TensorFlow rejected the gradient ({reason}){broken}"
             return VariantResult(status="error", message=message, **common)
         if isinstance(outcome.error, NotShardable):
             message = f"{probe.where}: not run: {outcome.error}"
             return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
-        if outcome.phase == "build" or isinstance(outcome.error, _REFUSALS):
+        if outcome.phase == "build" or _refused(outcome.error):
             message = f"{probe.where}: TensorFlow cannot run this combination: {reason}{broken}"
             return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
-        return VariantResult(status="error", message=f"{probe.where}: failed at run time: {reason}{broken}", **common)
+        failed = "failed at run time"
+        node = _FAILING_NODE.search(reason)
+        if node is not None and node.group(1).rsplit("/", 1)[-1] in probe.forward_ops:  # prefixed in a nested call
+            failed = f"the forward's op `{node.group(1)}` failed at run time"
+        return VariantResult(status="error", message=f"{probe.where}: {failed}: {reason}{broken}", **common)
     if probe.unobservable is not None:
         message = (f"{probe.where}: upstream not observable: {probe.unobservable}; calls and upstreams are "
                    f"unknown here, input_grads are what TensorFlow computed")
@@ -216,6 +231,10 @@ def _shape_problems(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> t
 
 
 _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
+_FAILING_NODE = re.compile(r"\{\{node ([^}\s]+)\}\}")
+_NODE_DEF_LINE = re.compile(r'^([a-z_]+ \{|\}|[a-z_]+: ("[^"]*"|[\w.-]+))$')
+"""A line of a NodeDef that TensorFlow prints inside a message (`op: "Sign"`, `attr {`, `}`): left out, so the
+sentence after it (`... do not match num inputs 1`) is kept."""
 
 
 def _tensorflow_message(error: BaseException) -> str:
@@ -226,7 +245,9 @@ def _tensorflow_message(error: BaseException) -> str:
         raised = [index for index, line in enumerate(lines) if _RAISED.match(line)]
         lines = lines[raised[-1]:] if raised else lines
         lines[0] = lines[0].removeprefix(f"{type(error).__name__}: ")
-    kept = [line for line in lines if line and not line.startswith(("File \"", "Detected at node", "[[{{node"))]
+    kept = [line for index, line in enumerate(lines)
+            if line and not line.startswith(("File \"", "Detected at node", "[[{{node"))
+            and not (index and _NODE_DEF_LINE.match(line))]
     first = " ".join(kept[:3])
     if len(first) > _MESSAGE_LIMIT:
         first = first[: _MESSAGE_LIMIT - 3] + "..."

@@ -12,9 +12,9 @@ import numpy as np
 if TYPE_CHECKING:  # TensorFlow is imported lazily; see compat/__init__.py.
     import tensorflow as tf
 
-    GradientFn = Callable[[tuple, tuple, tuple], Sequence["tf.Tensor | tf.IndexedSlices | None"]]
+    GradientFn = Callable[[Sequence[Any], Sequence[Any], tuple], Sequence["tf.Tensor | tf.IndexedSlices | None"]]
 else:
-    GradientFn = Callable[[tuple, tuple, tuple], Sequence[Any]]
+    GradientFn = Callable[[Sequence[Any], Sequence[Any], tuple], Sequence[Any]]
 
 _OP_TYPE = re.compile(r"^[A-Z][A-Za-z0-9_>]*$")
 

@@ -25,7 +25,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
 from compat.contexts import saved_model_loader as loader
@@ -57,7 +56,8 @@ class SavedModelContext(Context):
         if not sys.executable or not os.access(sys.executable, os.X_OK):
             return f"context `{self.name}` runs the loader in a child Python process; sys.executable is unusable"
         if not os.access(tempfile.gettempdir(), os.W_OK):
-            return f"context `{self.name}` saves models under {tempfile.gettempdir()}, which is not writable; set TMPDIR"
+            return (f"context `{self.name}` saves models under {tempfile.gettempdir()}, which is not writable; "
+                    f"set TMPDIR")
         return None
 
     def loader_command(self) -> list[str]:
@@ -154,12 +154,13 @@ class SavedModelContext(Context):
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """Hide what saving prints: the traceback TensorFlow prints before raising it, and its INFO lines."""
+    """Hide what saving prints: the traceback TensorFlow prints before raising it, its INFO lines, and AutoGraph's
+    notes on the gradient functions it traces (printed to stdout)."""
     logger = tf.get_logger()
     level = logger.level
     logger.setLevel(max(level, logging.WARNING))
     try:
-        with contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
             yield
     finally:
         logger.setLevel(level)

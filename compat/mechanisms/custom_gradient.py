@@ -18,6 +18,9 @@ A forward that reads tf.Variables uses the `variables=` path:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import tensorflow as tf
 
 from compat.mechanisms.base import BuiltOp, Mechanism, as_outputs
@@ -44,11 +47,19 @@ class CustomGradient(Mechanism):
                     grads = probe.call_gradient((*inputs, *reads), outputs, upstreams)
                     if not variables:
                         return grads
-                    by_ref = {variable.ref(): g for variable, g in zip(variables, grads[num_inputs:], strict=True)}
-                    return grads[:num_inputs], [by_ref[v.ref()] for v in kwargs.get("variables") or ()]
+                    return grads[:num_inputs], _in_order(variables, grads[num_inputs:], kwargs.get("variables"))
 
                 return (outputs[0] if len(outputs) == 1 else outputs), grad
 
             return as_outputs(custom_op(*inputs))
 
         return op
+
+
+def _in_order(variables: Sequence[Any], grads: list[Any], wanted: Sequence[Any] | None) -> list[Any]:
+    """The spec's variable gradients (in `variables` order) in the order TensorFlow lists the variables; a
+    gradient list of the wrong length is handed over as it is, for TensorFlow to judge."""
+    if len(grads) != len(variables):
+        return grads
+    by_ref = {variable.ref(): g for variable, g in zip(variables, grads, strict=True)}
+    return [by_ref[v.ref()] for v in wanted or ()]

@@ -15,7 +15,7 @@ The equivalent hand-written user code (TF1 graph mode):
 from __future__ import annotations
 
 from compat.mechanisms.base import BuiltOp, Mechanism, defun_op, unique_name
-from compat.probe import Probe
+from compat.probe import OpTensors, Probe
 
 
 class DefunPythonGradFunc(Mechanism):
@@ -25,6 +25,6 @@ class DefunPythonGradFunc(Mechanism):
 
     def build(self, probe: Probe) -> BuiltOp:
         def python_grad_func(op, *upstreams):
-            return probe.call_gradient(tuple(op.inputs), tuple(op.outputs), upstreams)
+            return probe.call_gradient(OpTensors(op, "inputs"), OpTensors(op, "outputs"), upstreams)
 
         return defun_op(probe, unique_name(probe.spec.name), python_grad_func=python_grad_func)

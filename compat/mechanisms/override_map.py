@@ -15,7 +15,11 @@ Without `op_type`, the whole forward is wrapped generically, as the seed's `{"Id
 generalised to several inputs and outputs: the forward runs normally, then
 `tf.identity_n([*outputs, *inputs])` is built under `{"IdentityN": name}`. The registered gradient
 gets the outputs' upstreams, returns the spec's gradients for the inputs and None for the outputs, so
-only the custom gradient flows. Where TensorFlow ignores the override (eager tapes look gradients up by
+only the custom gradient flows.
+
+`op` is read only when the spec's gradient reads its inputs or outputs, as a legacy gradient that never
+touches `op` would: `tf.saved_model.save` traces registered gradients with `op=None`, which such a gradient
+survives and one reading `op.inputs` does not. Where TensorFlow ignores the override (eager tapes look gradients up by
 the real op type), IdentityN's own gradient runs and the forward's autodiff gradient is what you get.
 """
 
@@ -24,7 +28,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from compat.mechanisms.base import BuiltOp, Mechanism, read_variables, registered_probe, unique_name
-from compat.probe import Probe
+from compat.probe import OpTensors, Probe
 
 
 class OverrideMap(Mechanism):
@@ -41,7 +45,7 @@ class OverrideMap(Mechanism):
         if op_type is not None:
             @tf.RegisterGradient(gradient_name)
             def _override(op, *upstreams):
-                return probe_ref().call_gradient(tuple(op.inputs), tuple(op.outputs), upstreams)
+                return probe_ref().call_gradient(OpTensors(op, "inputs"), OpTensors(op, "outputs"), upstreams)
 
             def overridden_op(*args):
                 inputs = read_variables(probe, args)
@@ -59,8 +63,8 @@ class OverrideMap(Mechanism):
 
         @tf.RegisterGradient(gradient_name)
         def _override_wrapped(op, *upstreams):
-            num_outputs = len(op.inputs) - num_inputs
-            outputs, inputs = tuple(op.inputs[:num_outputs]), tuple(op.inputs[num_outputs:])
+            num_outputs = len(upstreams) - num_inputs  # IdentityN: one upstream per input
+            inputs, outputs = OpTensors(op, "inputs", start=num_outputs), OpTensors(op, "inputs", stop=num_outputs)
             grads = probe_ref().call_gradient(inputs, outputs, upstreams[:num_outputs])
             return [None] * num_outputs + grads
 
