@@ -91,29 +91,19 @@ def returning_upstreams(graph: Any) -> contextlib.AbstractContextManager[Returne
     return capturing_upstreams(ReturnedUpstreams(graph))
 
 
-class OpTensors(Sequence[Any]):
-    """`op.inputs` or `op.outputs` (a slice of them), read from `op` only when the gradient function uses them.
+class LazyTensors(Sequence[Any]):
+    """Tensors a gradient function receives, made by `read()` only when it first uses them: the adapter does no
+    work on the user's behalf that their own code would not do (a Defun `grad_func` is not handed the forward's
+    outputs; computing them again runs the forward's ops, random or stateful ones included, a second time)."""
 
-    A legacy gradient function `(op, *grads)` that never reads `op` works where TensorFlow hands it no op:
-    `tf.saved_model.save` traces every registered gradient with `op=None`. The adapter must not read `op` on
-    the user's behalf, so each spec gets what its own legacy code would: reading it then raises Python's own
-    AttributeError (`'NoneType' object has no attribute 'inputs'`), and TensorFlow refuses to save.
-    """
-
-    def __init__(self, op: Any, attribute: str, start: int = 0, stop: int | None = None):
-        self.op = op
-        self._attribute = attribute
-        self._slice = slice(start, stop)
+    def __init__(self, read: Callable[[], Sequence[Any]], description: str = "tensors"):
+        self._reader = read
+        self._description = description
         self._tensors: tuple[Any, ...] | None = None
-
-    @property
-    def missing_op(self) -> bool:
-        """True when TensorFlow handed the gradient function no op (`op=None`)."""
-        return self.op is None
 
     def _read(self) -> tuple[Any, ...]:
         if self._tensors is None:
-            self._tensors = tuple(getattr(self.op, self._attribute))[self._slice]
+            self._tensors = tuple(self._reader())
         return self._tensors
 
     def __getitem__(self, index: Any) -> Any:
@@ -132,7 +122,26 @@ class OpTensors(Sequence[Any]):
         return tuple(other) + self._read()
 
     def __repr__(self) -> str:
-        return f"op.{self._attribute}" if self._tensors is None else repr(self._tensors)
+        return self._description if self._tensors is None else repr(self._tensors)
+
+
+class OpTensors(LazyTensors):
+    """`op.inputs` or `op.outputs` (a slice of them), read from `op` only when the gradient function uses them.
+
+    A legacy gradient function `(op, *grads)` that never reads `op` works where TensorFlow hands it no op:
+    `tf.saved_model.save` traces every registered gradient with `op=None`. The adapter must not read `op` on
+    the user's behalf, so each spec gets what its own legacy code would: reading it then raises Python's own
+    AttributeError (`'NoneType' object has no attribute 'inputs'`), and TensorFlow refuses to save.
+    """
+
+    def __init__(self, op: Any, attribute: str, start: int = 0, stop: int | None = None):
+        super().__init__(lambda: tuple(getattr(op, attribute))[start:stop], f"op.{attribute}")
+        self.op = op
+
+    @property
+    def missing_op(self) -> bool:
+        """True when TensorFlow handed the gradient function no op (`op=None`)."""
+        return self.op is None
 
 
 def _missing_op(*sequences: Sequence[Any]) -> bool:
@@ -393,8 +402,8 @@ class Probe:
 
 
 def _as_sequence(values: Sequence[Any]) -> Sequence[Any]:
-    """What the gradient function receives: a tuple, or the OpTensors as they are (read only if used)."""
-    return values if isinstance(values, OpTensors) else tuple(values)
+    """What the gradient function receives: a tuple, or LazyTensors as they are (read only if used)."""
+    return values if isinstance(values, LazyTensors) else tuple(values)
 
 
 def _replica_id() -> tf.Tensor | None:

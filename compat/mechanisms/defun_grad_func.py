@@ -14,16 +14,17 @@ The equivalent hand-written user code (TF1 graph mode):
 
 The gradient Defun receives the forward inputs then one dense upstream per output, and must return a
 tensor per input: where the spec's gradient returns None, this mechanism returns zeros, as a user must.
-Variables the forward reads are read outside and passed in as extra arguments, as Defun users do.
+Variables the forward reads are read outside and passed in as extra arguments, as Defun users do. The
+gradient Defun is not handed the forward's outputs: where the spec's gradient uses them, they are computed
+again from the inputs inside it, as its users must; where it does not, the forward does not run there.
 """
 
 from __future__ import annotations
 
-import tensorflow as tf
 from tensorflow.python.framework import function
 
 from compat.mechanisms.base import BuiltOp, Mechanism, defun_op, dtypes_of, output_dtypes, unique_name
-from compat.probe import Probe
+from compat.probe import LazyTensors, Probe
 
 
 class DefunGradFunc(Mechanism):
@@ -39,7 +40,8 @@ class DefunGradFunc(Mechanism):
         @function.Defun(*input_dtypes, *output_dtypes(probe), func_name=f"{base}_grad")
         def grad_func(*args):
             inputs, upstreams = args[:num_inputs], args[num_inputs:]
-            outputs = probe.forward(*inputs)
+            # A grad_func is not handed the outputs: computed again from the inputs, only if the gradient uses them.
+            outputs = LazyTensors(lambda: probe.forward(*inputs), "the forward's outputs")
             return probe.call_gradient(inputs, outputs, upstreams, none_as_zeros=True)
 
         return defun_op(probe, base, grad_func=grad_func)
