@@ -15,6 +15,7 @@ from tensorflow.python.framework import ops
 from compat.contexts import ALL_CONTEXTS, Case, Outcome
 from compat.contexts.mirrored import NotShardable
 from compat.downstream import Downstream, as_downstream
+from compat.mechanisms.base import applied
 from compat.probe import Probe, UserCodeError, describe_exception
 from compat.results import Upstream, VariantResult, intern_array
 from compat.spec import GradientSpec
@@ -32,7 +33,14 @@ _NO_KERNEL = re.compile(r"OpKernel|Could not find device for node")
 cannot run here, which eager contexts report as the forward failing; not a combination TensorFlow refuses."""
 
 
+_DEFUN_ARGUMENTS = re.compile(r"SymbolicGradient.*Expects (arg\[\d+\] to be|\d+ arguments)", re.DOTALL)
+"""A Defun's declared grad_func refused at run time the arguments its SymbolicGradient gets (a forward that captures
+variables passes their handles too): TensorFlow cannot run that combination."""
+
+
 def _refused(error: BaseException) -> bool:
+    if isinstance(error, tf.errors.InvalidArgumentError) and _DEFUN_ARGUMENTS.search(str(error)):
+        return True
     return isinstance(error, _REFUSALS) and not _NO_KERNEL.search(str(error))
 
 
@@ -68,7 +76,8 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
     results: dict[tuple[str, int], VariantResult] = {}
     for context_name, planned in by_context.items():
         cases = [Case(build=_builder(probe), inputs=tuple(spec.example_inputs), downstream=downstreams[index],
-                      before_run=probe.reset_calls, variables=tuple(spec.variables), probe=probe)
+                      before_run=probe.reset_calls, variables=tuple(spec.variables), probe=probe,
+                      extra_sources=_created_by(probe) if spec.takes_variables else None)
                  for index, probe in planned]
         outcomes = []
         reason = ALL_CONTEXTS[context_name].unavailable()
@@ -144,7 +153,17 @@ class ContextUnavailable(Exception):
 
 def _builder(probe: Probe) -> Callable[[], Any]:
     mechanism, _ = parse_variant(probe.variant)
-    return lambda: mechanism.build(probe)
+
+    def build() -> Any:
+        probe.start_build()
+        return applied(mechanism.build(probe), probe.spec)
+
+    return build
+
+
+def _created_by(probe: Probe) -> Callable[[Any], list[Any]]:
+    """The case's extra sources: the variables the forward created in the current build."""
+    return lambda tape: probe.created_variables
 
 
 def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> VariantResult:
@@ -171,6 +190,9 @@ def _classify(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
                   compute_dtype=outcome.compute_dtype,
                   downstream=downstream.name, violations=tuple(probe.violations), replicas=outcome.replicas,
                   scaled_input_grads=outcome.scaled_input_grads, global_batch=outcome.global_batch)
+    if probe.error is not None and probe.error.refused:
+        message = f"{probe.where}: TensorFlow cannot run this combination: {probe.error.problem}"
+        return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
     if probe.error is not None:
         return VariantResult(status="error", message=str(probe.error), **common)
     if isinstance(outcome.error, ContextFailed):
@@ -193,11 +215,12 @@ def _classify(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
         if node is not None and node.group(1).rsplit("/", 1)[-1] in probe.forward_ops:  # prefixed in a nested call
             failed = f"the forward's op `{node.group(1)}` failed at run time"
         return VariantResult(status="error", message=f"{probe.where}: {failed}: {reason}{broken}", **common)
-    if probe.unobservable is not None:
+    if probe.unobservable is not None:  # calls seen elsewhere (before a loop) are not all of them: none are kept
         message = (f"{probe.where}: upstream not observable: {probe.unobservable}; calls and upstreams are "
                    f"unknown here, input_grads are what TensorFlow computed")
         return VariantResult(status="not_observable", message=message, input_grads=outcome.input_grads or (),
-                             input_grad_kinds=outcome.input_grad_kinds or (), **{**common, "violations": ()})
+                             input_grad_kinds=outcome.input_grad_kinds or (),
+                             **{**common, "violations": (), "calls": 0, "upstreams": ()})
     if not probe.calls:
         common["violations"] = ()  # built, never run: nothing TensorFlow did depended on it
     grads = outcome.input_grads or ()

@@ -419,3 +419,25 @@ def test_a_case_whose_gradient_has_no_kernel_does_not_sink_the_cases_sharing_its
                                                 "custom_gradient@v1_session")
     assert failing.status == "error" and "Lgamma" in failing.message and "context `" not in failing.message
     assert stopped_result.status == "not_called", stopped_result.message
+
+
+def test_tensorflow_refusing_an_api_the_gradient_calls_is_unsupported_with_its_words_not_a_user_error():
+    """`tf.gradients` inside a gradient (TF1 code differentiating its forward) is refused eagerly by TensorFlow
+    itself; the same gradient runs in a v1 graph. A RuntimeError the user's own code raises stays an error."""
+    def autodiff(inputs, outputs, upstreams):
+        (grad,) = tf.gradients(outputs[0], [inputs[0]], grad_ys=[upstreams[0]])
+        return [0.5 * grad]
+
+    def own(inputs, outputs, upstreams):
+        raise RuntimeError("my gradient is broken")
+
+    variants = ["custom_gradient@eager_tape", "custom_gradient@v1_session"]
+    refused = {r.variant: r for r in compat.run(_spec("tf_gradients_inside", lambda x: x * 2.0, autodiff),
+                                                  variants=variants)}
+    with pytest.raises(RuntimeError) as plain:  # what TensorFlow says to the same call, eagerly
+        tf.gradients(tf.constant(1.0), [tf.constant(1.0)])
+    eager = refused["custom_gradient@eager_tape"]
+    assert eager.status == "unsupported" and str(plain.value) in eager.message, eager.message
+    assert refused["custom_gradient@v1_session"].status == "ok", refused["custom_gradient@v1_session"].message
+    for result in compat.run(_spec("own_runtime_error", lambda x: x * 2.0, own), variants=variants):
+        assert result.status == "error" and "gradient raised RuntimeError: my gradient is broken" in result.message

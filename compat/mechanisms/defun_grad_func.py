@@ -2,7 +2,8 @@
 
 The equivalent hand-written user code (TF1 graph mode):
 
-    from tensorflow.python.framework import function
+    import tensorflow as tf
+from tensorflow.python.framework import function
 
     @function.Defun(tf.float32, tf.float32)          # (*inputs, *dys)
     def sign_grad(x, dy):
@@ -21,8 +22,10 @@ again from the inputs inside it, as its users must; where it does not, the forwa
 
 from __future__ import annotations
 
+import tensorflow as tf
 from tensorflow.python.framework import function
 
+from compat.composite import assembled, component
 from compat.mechanisms.base import BuiltOp, Mechanism, defun_op, dtypes_of, output_dtypes, unique_name
 from compat.probe import LazyTensors, Probe
 
@@ -39,9 +42,13 @@ class DefunGradFunc(Mechanism):
 
         @function.Defun(*input_dtypes, *output_dtypes(probe), func_name=f"{base}_grad")
         def grad_func(*args):
-            inputs, upstreams = args[:num_inputs], args[num_inputs:]
+            inputs, upstreams = tuple(assembled(probe.spec.example_inputs, args[:num_inputs])), args[num_inputs:]
             # A grad_func is not handed the outputs: computed again from the inputs, only if the gradient uses them.
             outputs = LazyTensors(lambda: probe.forward(*inputs), "the forward's outputs")
-            return probe.call_gradient(inputs, outputs, upstreams, none_as_zeros=True)
+            if not probe.spec.takes_variables:
+                return [component(g) for g in probe.call_gradient(inputs, outputs, upstreams, none_as_zeros=True)]
+            # The declared grad_func cannot take the variables the forward captures: TensorFlow says so at run time.
+            input_grads, _ = probe.call_gradient_with_variables(inputs, outputs, upstreams, probe.created_variables)
+            return [component(tf.zeros_like(x) if g is None else g) for x, g in zip(inputs, input_grads, strict=False)]
 
         return defun_op(probe, base, grad_func=grad_func)
