@@ -254,6 +254,12 @@ class _Site:
         return tuple(records)
 
 
+_not_autograph = tf.autograph.experimental.do_not_convert
+"""For the probe's own bookkeeping in a gradient function: `tf.saved_model.save` traces registered gradients with
+AutoGraph, which would convert it on every save (seconds per spec); the user's gradient, called from
+`call_gradient`, is still converted, as TensorFlow converts it in legacy code."""
+
+
 class Probe:
     """Calls a spec's gradient function for one variant and records every call, at run time.
 
@@ -408,6 +414,7 @@ class Probe:
         with tf.control_dependencies([recorded]):
             return [_after(g) for g in input_grads], [_after(g) for g in variable_grads]
 
+    @_not_autograph
     def _enter(self, inputs: Sequence[Any], outputs: Sequence[Any],
                upstreams: Sequence[Any]) -> tuple[tf.Tensor, Sequence[Any], Sequence[Any]]:
         """Count the trace and record the upstreams (at run time): what every call of the gradient starts with."""
@@ -425,6 +432,7 @@ class Probe:
                 raise  # TensorFlow gave no op and the gradient read it: TensorFlow's own failure, as in legacy code
             raise self.fail(f"gradient raised {describe_exception(exc)}", exc) from exc
 
+    @_not_autograph
     def _record(self, site: _Site, tensors: list[tf.Tensor]) -> tf.Tensor:
         sink: UpstreamSink | None = getattr(_returning, "stash", None)
         if sink is not None:
@@ -452,6 +460,7 @@ class Probe:
             tf.compat.v1.add_to_collection(PROBE_COLLECTION, recorded)
         return recorded
 
+    @_not_autograph
     def _check(self, inputs: Sequence[Any], grads: Any, what: str = "input") -> list[Any]:
         """The gradients as a list; a non-tensor fails; a wrong count, dtype or shape is noted in `violations`
         and handed to TensorFlow unchanged, so each variant shows what TensorFlow does with it. `what` names the
