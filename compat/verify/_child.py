@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import signal
 import sys
@@ -24,7 +25,14 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compat.verify._entries import SHAPE_CANDIDATES, example_inputs
+from compat.verify._entries import (
+    SHAPE_CANDIDATES,
+    Constant,
+    InputSpec,
+    constants_of,
+    example_inputs,
+    tensor_specs,
+)
 from compat.verify._results import (
     FORWARD,
     ORIGINAL_CONTEXT,
@@ -104,25 +112,27 @@ class Side:
             self.result = dataclasses.replace(self.result, error=outcome.error)
         return not self.result.error
 
-    def run(self, inputs: dict[str, list[tuple[str, list[int]]]]) -> SideResult:
+    def run(self, inputs: dict[str, list[InputSpec]]) -> SideResult:
         for entry, spec in inputs.items():
             values = tuple(example_inputs(entry, spec))
             for context in self.contexts:
                 if self.result.error:
                     return self.result
-                self._run_entry(entry, context, values)
+                self._run_entry(entry, context, values, constants_of(spec))
         return self.result
 
-    def _run_entry(self, entry: str, context: str, inputs: tuple[Any, ...]) -> None:
+    def _run_entry(self, entry: str, context: str, inputs: tuple[Any, ...],
+                   constants: tuple[tuple[int, Any], ...]) -> None:
         from compat.verify._unit import Unit
 
         names = (FORWARD, *self.result.scenarios)
-        outcome = self.fork(Unit(entry, context, names), inputs)
+        unit = functools.partial(Unit, entry, context, constants=constants)
+        outcome = self.fork(unit(names), inputs)
         if isinstance(outcome, SideResult) and not outcome.split:
             self._merge(outcome)
             return
         # The process died, or the module built ops in the default graph: one scenario per process.
-        forward = self.fork(Unit(entry, context, (FORWARD,)), inputs)
+        forward = self.fork(unit((FORWARD,)), inputs)
         if isinstance(forward, Died):
             for name in names:
                 self._set(entry, context, name, forward.attempt("computing the outputs"))
@@ -138,7 +148,7 @@ class Side:
             return
         outputs = tuple((value.dtype.name, tuple(value.shape)) for value in attempt.values if value is not None)
         for name in names[1:]:
-            alone = self.fork(Unit(entry, context, (name,), outputs), inputs)
+            alone = self.fork(unit((name,), outputs), inputs)
             if isinstance(alone, Died):
                 self._set(entry, context, name, alone.attempt("taking this gradient"))
             else:
@@ -209,16 +219,19 @@ def resolve_entries(side: Side, job: Job) -> Resolved:
 
     resolved = Resolved(inputs={})
     for entry, spec in job.entries.items():
-        if all(shape is not None for _, shape in spec):
-            resolved.inputs[entry] = [(dtype, list(shape or ())) for dtype, shape in spec]
+        if not any(isinstance(item, tuple) and item[1] is None for item in spec):
+            resolved.inputs[entry] = [item if isinstance(item, Constant) else (item[0], list(item[1] or ()))
+                                      for item in spec]
             continue
         tried = []
         for shape in SHAPE_CANDIDATES:
-            candidate = [(dtype, list(shape)) for dtype, _ in spec]
-            outcome = side.fork(Unit(entry, ORIGINAL_CONTEXT, (FORWARD,)), tuple(example_inputs(entry, candidate)))
+            candidate: list[InputSpec] = [item if isinstance(item, Constant) else (item[0], list(shape))
+                                          for item in spec]
+            unit = Unit(entry, ORIGINAL_CONTEXT, (FORWARD,), constants=constants_of(candidate))
+            outcome = side.fork(unit, tuple(example_inputs(entry, candidate)))
             attempt = outcome.attempts.get((entry, ORIGINAL_CONTEXT, FORWARD)) if isinstance(outcome, SideResult) \
                 else None
-            shown = ", ".join(f"{dtype}{list(shape)}" for dtype, shape in candidate)
+            shown = ", ".join(f"{item[0]}{item[1]}" for item in tensor_specs(candidate))
             if attempt is not None and attempt.status == "ok":
                 resolved.inputs[entry] = candidate
                 resolved.notes[entry] = (f"inputs inferred: {shown}, the first of ranks 1-4 the original's forward "

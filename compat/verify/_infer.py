@@ -26,6 +26,8 @@ class Inferred:
     origins: dict[str, str] = dataclasses.field(default_factory=dict)
     not_inferred: dict[str, str] = dataclasses.field(default_factory=dict)
     """Place (a function name or `line N`) -> why it gives no entry and what to declare instead."""
+    parameters: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    """Entry -> the names of the parameters its inputs are for (to say what to declare when inference fails)."""
 
 
 def infer_entries(source: str, path: str) -> Inferred:
@@ -81,6 +83,7 @@ def _add(inferred: Inferred, node: ast.FunctionDef, dtypes: list[str] | None, or
         return
     inferred.entries[name] = [(dtype, None) for dtype in (dtypes or ["float32"] * required)]
     inferred.origins[name] = f"inferred from {origin}"
+    inferred.parameters[name] = [arg.arg for arg in [*args.posonlyargs, *args.args][bound:bound + required]]
 
 
 def _instance_call(tree: ast.Module, cls: ast.ClassDef, line: int) -> tuple[str, ast.FunctionDef] | None:
