@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import fnmatch
 import io
 import os
@@ -14,6 +15,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
+from compat.audit import token_scan
 from compat.audit.findings import FileResult, Finding
 from compat.audit.prefilter import LONGEST_TRIGGER, TRIGGERS, names_legacy_api
 from compat.audit.rules import RULES
@@ -100,6 +102,23 @@ def _gc000(path: str, message: str, lines: int = 0, line: int = 1, col: int = 1)
         path=path, line=max(line, 1), col=max(col, 1), rule="GC000", end_line=max(line, 1),
         severity=str(RULES["GC000"].severity), message=message, suggestion=RULES["GC000"].help,
     ),))
+
+
+def _unparsable(path: str, text: str, lines: int, error: SyntaxError) -> FileResult:
+    """GC000 for a syntax error, and the legacy sites a scan of the code text still finds (Python 2 files are
+    full of them): each as its own finding, so a file full of `Defun(grad_func=)` never counts as clean."""
+    hint = " (Python 2 code?)" if "print" in str(error.msg) or "Missing parentheses" in str(error.msg) else ""
+    sites = token_scan.legacy_sites(text)
+    held = token_scan.describe(sites)
+    port = (f"; it holds {held}, found without parsing: port it to Python 3 first (e.g. `python3.11 -m lib2to3 -w "
+            f"{os.path.basename(path)}`, or by hand), then audit and rewrite it again") if held else ""
+    result = _gc000(path, f"syntax error: {error.msg}{hint}{port} [{_GRAMMAR_NOTE}]", lines, error.lineno or 1,
+                    error.offset or 1)
+    found = tuple(Finding(path, site.line, site.col, site.rule, site.line, str(RULES[site.rule].severity),
+                          f"`{site.api}` found by a text scan (the file does not parse, so aliases and scopes are "
+                          f"not resolved): port the file to Python 3, then audit it again",
+                          RULES[site.rule].help) for site in sites)
+    return dataclasses.replace(result, findings=result.findings + found)
 
 
 def _count_lines(data: bytes) -> int:
@@ -225,9 +244,7 @@ def _parse(path: str, text: str, lines: int,
             warnings.simplefilter("ignore")
             tree = parser(text, path)
     except SyntaxError as e:
-        hint = " (Python 2 code?)" if "print" in str(e.msg) or "Missing parentheses" in str(e.msg) else ""
-        return _gc000(path, f"syntax error: {e.msg}{hint} [{_GRAMMAR_NOTE}]", lines, e.lineno or 1,
-                      e.offset or 1), None
+        return _unparsable(path, text, lines, e), None
     except (MemoryError, RecursionError) as e:
         detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         return _gc000(path, f"cannot parse: expressions nested too deeply for the parser ({detail}); Python "

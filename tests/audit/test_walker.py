@@ -59,13 +59,14 @@ def test_hostile_tree_finishes_and_reports_every_other_file(hostile_tree, jobs, 
     assert by_file["latin1.py"] == ["GC000"]
     assert by_file["binary.py"] == ["GC000"]
     assert by_file["asyncmatch.py"] == ["GC003"]
-    assert by_file["fstrings.py"] == (["GC003"] if sys.version_info >= (3, 12) else ["GC000"])
+    # Before 3.12 a nested f-string does not parse: GC000, and the text scan still finds its RegisterGradient.
+    assert by_file["fstrings.py"] == (["GC003"] if sys.version_info >= (3, 12) else ["GC000", "GC003"])
     for clean in ("empty.py", "latin1_declared.py", "py2_plain.py"):
         assert clean not in by_file
     if os.geteuid() != 0:
         assert by_file["unreadable.py"] == ["GC000"]
     assert report.files_scanned == 11
-    assert report.files_unreadable == sum(rules == ["GC000"] for rules in by_file.values())
+    assert report.files_unreadable == sum("GC000" in rules for rules in by_file.values())
 
 
 def test_gc000_messages_say_what_went_wrong(hostile_tree):
