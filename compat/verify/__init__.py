@@ -7,15 +7,24 @@ applicable engine scenario on each entry point, and compares forward outputs, in
 the gradient functions can be instrumented, the upstreams they receive. It imports and runs your code:
 use it on code you trust. Importing this package imports neither TensorFlow nor user code.
 
-Command line: `python -m compat.verify ORIGINAL.py REWRITTEN.py [--entries=name:float32[3];...]`.
+Command line: `compat-verify ORIGINAL.py REWRITTEN.py [--entries=name:float32[3];...]` (compat/apps/verify.py).
 """
 
-from compat.verify._entries import ENTRIES_CONSTANT, Entries, EntriesError, example_inputs, parse_entries, read_entries
+from compat.verify._entries import (
+    ENTRIES_CONSTANT,
+    Constant,
+    Entries,
+    EntriesError,
+    example_inputs,
+    parse_entries,
+    read_entries,
+)
 from compat.verify._report import VERIFY_STATUSES, VerifyCell, VerifyReport, VerifyStatus
 from compat.verify._runner import CONTEXTS, DEFAULT_CONTEXTS, VERIFY_HELP, verify_files, verify_rewrite
 
 __all__ = [
     "CONTEXTS",
+    "Constant",
     "DEFAULT_CONTEXTS",
     "ENTRIES_CONSTANT",
     "Entries",
