@@ -223,7 +223,7 @@ def resolve_entries(side: Side, job: Job) -> Resolved:
             resolved.inputs[entry] = [item if isinstance(item, Constant) else (item[0], list(item[1] or ()))
                                       for item in spec]
             continue
-        tried = []
+        tried: dict[str, list[str]] = {}
         for shape in SHAPE_CANDIDATES:
             candidate: list[InputSpec] = [item if isinstance(item, Constant) else (item[0], list(shape))
                                           for item in spec]
@@ -239,9 +239,10 @@ def resolve_entries(side: Side, job: Job) -> Resolved:
                 break
             why = outcome.message if isinstance(outcome, Died) else (
                 outcome.error or outcome.entry_errors.get(entry) or (attempt.message if attempt else "no result"))
-            tried.append(f"{shown}: {why.splitlines()[0]}")
+            tried.setdefault(why.splitlines()[0], []).append(shown)
         else:
-            resolved.unresolved[entry] = "; ".join(tried)
+            resolved.unresolved[entry] = "; ".join(f"tried {' and '.join(shapes)}: {why}"
+                                                   for why, shapes in tried.items())
     return resolved
 
 
