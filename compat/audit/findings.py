@@ -87,6 +87,7 @@ class FileResult:
       findings: per-file findings, GC000 included.
       registrations: gradient names this file registers with a literal `RegisterGradient("Name")`.
       override_targets: literal values of `gradient_override_map` entries (registered gradient names).
+      loads_op_library: the file calls `tf.load_op_library`: its registrations may name the custom ops it loads.
     """
 
     path: str
@@ -95,6 +96,7 @@ class FileResult:
     findings: tuple[Finding, ...] = ()
     registrations: tuple[Site, ...] = ()
     override_targets: tuple[Site, ...] = ()
+    loads_op_library: bool = False
 
     @property
     def unreadable(self) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-LEGACY = "import tensorflow as tf\n@tf.RegisterGradient('A')\ndef g(op, grad):\n    return grad\n"
+LEGACY = "import tensorflow as tf\n@tf.RegisterGradient('AGrad')\ndef g(op, grad):\n    return grad\n"
 
 
 def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -24,7 +24,7 @@ def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 def tree(tmp_path):
     (tmp_path / "legacy.py").write_text(LEGACY)
     (tmp_path / "vendor").mkdir()
-    (tmp_path / "vendor" / "other.py").write_text(LEGACY.replace("'A'", "'B'"))
+    (tmp_path / "vendor" / "other.py").write_text(LEGACY.replace("'AGrad'", "'BGrad'"))
     (tmp_path / "clean.py").write_text("x = 1\n")
     return tmp_path
 
@@ -40,9 +40,9 @@ def test_exit_1_with_text_findings(tree):
     proc = _run(str(tree))
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines == [f"{tree}/legacy.py:2:2: GC003 warning: RegisterGradient('A') on 'g': a graph-mode "
+    assert lines == [f"{tree}/legacy.py:2:2: GC003 warning: RegisterGradient('AGrad') on 'g': a graph-mode "
                      "gradient registry entry",
-                     f"{tree}/vendor/other.py:2:2: GC003 warning: RegisterGradient('B') on 'g': a graph-mode "
+                     f"{tree}/vendor/other.py:2:2: GC003 warning: RegisterGradient('BGrad') on 'g': a graph-mode "
                      "gradient registry entry"]
     assert "[" not in proc.stderr  # no progress bar when stderr is not a terminal
 
