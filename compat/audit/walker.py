@@ -7,6 +7,7 @@ import fnmatch
 import io
 import os
 import platform
+import re
 import stat
 import symtable
 import tokenize
@@ -52,11 +53,13 @@ def _is_excluded(rel: str, excludes: Iterable[str]) -> bool:
                or fnmatch.fnmatchcase(rel, pat.rstrip("/") + "/*") for pat in excludes)
 
 
+_DEFAULT_NAMES = re.compile("|".join(fnmatch.translate(pattern) for pattern in DEFAULT_EXCLUDES))
+
+
 def is_default_excluded(directory: str) -> bool:
     """Whether a walk skips `directory` by default: named in DEFAULT_EXCLUDES, or a virtualenv (pyvenv.cfg)."""
-    name = os.path.basename(os.path.normpath(directory))
-    return (any(fnmatch.fnmatchcase(name, pattern) for pattern in DEFAULT_EXCLUDES)
-            or os.path.isfile(os.path.join(directory, VIRTUALENV_MARKER)))
+    return bool(_DEFAULT_NAMES.match(os.path.basename(os.path.normpath(directory)))
+                or os.path.isfile(os.path.join(directory, VIRTUALENV_MARKER)))
 
 
 def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = (), *, default_excludes: bool = True,
@@ -96,6 +99,13 @@ def _walk(root: str, excludes: tuple[str, ...], skip_defaults: bool,
             dirnames[:] = []
             continue
         visited.add((st.st_dev, st.st_ino))
+        # A virtualenv whatever its name, seen in the listing os.walk made anyway (a stat per directory costs
+        # more than the rest of the default excludes).
+        if skip_defaults and dirpath != root and VIRTUALENV_MARKER in filenames:
+            if on_default_excluded is not None:
+                on_default_excluded(_posix(dirpath))
+            dirnames[:] = []
+            continue
         rel_dir = dirpath[len(root):].lstrip(os.sep)  # os.walk joins each dirpath onto root
         rel_dir = "" if rel_dir in ("", ".") else _posix(rel_dir) + "/"
         kept = []
@@ -103,7 +113,7 @@ def _walk(root: str, excludes: tuple[str, ...], skip_defaults: bool,
             full = os.path.join(dirpath, d)
             if excludes and (_is_excluded(rel_dir + d, excludes) or _is_excluded(_posix(full), excludes)):
                 continue
-            if skip_defaults and is_default_excluded(full):
+            if skip_defaults and _DEFAULT_NAMES.match(d):
                 if on_default_excluded is not None:
                     on_default_excluded(_posix(full))
                 continue
