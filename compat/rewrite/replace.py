@@ -57,8 +57,8 @@ def refusal(path: str, st: os.stat_result) -> str | None:
         return (f"is read-only (mode {stat.S_IMODE(st.st_mode):04o}): not written (make it writable, e.g. "
                 "`chmod u+w`, to rewrite it in place)")
     if not os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
-        return (f"is not writable by you (mode {stat.S_IMODE(st.st_mode):04o}, {_owner(st.st_uid, st.st_gid)}):"
-                " not written (rewrite it as a user who may write it)")
+        return (f"is not writable by you (mode {stat.S_IMODE(st.st_mode):04o}, owner "
+                f"{_owner(st.st_uid, st.st_gid)}): not written (rewrite it as a user who may write it)")
     return None
 
 
@@ -67,9 +67,9 @@ def _owner(uid: int, gid: int) -> str:
         import grp
         import pwd
 
-        return f"owner {pwd.getpwuid(uid).pw_name}:{grp.getgrgid(gid).gr_name}"
+        return f"{pwd.getpwuid(uid).pw_name}:{grp.getgrgid(gid).gr_name}"
     except (ImportError, KeyError):
-        return f"owner uid {uid}, gid {gid}"
+        return f"uid {uid}, gid {gid}"
 
 
 def remove_stale_temporaries(directory: str, name: str, owners: set[int]) -> list[str]:
@@ -184,7 +184,7 @@ def _fill(fd: int, data: bytes, st: os.stat_result) -> str | None:
         try:  # before fchmod: chown clears set-id bits
             os.fchown(fd, st.st_uid, st.st_gid)
         except PermissionError:
-            return (f"is {_owner(st.st_uid, st.st_gid)}, and a new file written by you would be "
+            return (f"belongs to {_owner(st.st_uid, st.st_gid)}, and a new file written by you would belong to "
                     f"{_owner(made.st_uid, made.st_gid)}: not written (rewrite it as its owner)")
     os.fchmod(fd, stat.S_IMODE(st.st_mode))
     return None

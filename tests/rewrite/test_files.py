@@ -176,3 +176,17 @@ def test_non_utf8_file_name_has_its_bytes_in_the_json(tmp_path: Path) -> None:
     assert entry["path"] == f"{tmp_path}/caf\\xe9.py"
     assert bytes.fromhex(entry["path_bytes_hex"]) == name  # type: ignore[arg-type]
     assert "path_bytes_hex" not in rewrite_file(str(tmp_path / "plain.py")).as_dict()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs a file owned by another user (chown to nobody)")
+def test_a_file_whose_owner_cannot_be_kept_is_not_replaced(legacy_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    os.chown(legacy_file, 65534, 65534)
+
+    def not_permitted(fd: int, uid: int, gid: int) -> None:  # what a non-root user gets for another's file
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "fchown", not_permitted)
+    result = rewrite_file(str(legacy_file), in_place=True)
+    assert result.status == "skipped" and "rewrite it as its owner" in result.reason, result.reason
+    assert legacy_file.read_text() == LEGACY and legacy_file.stat().st_uid == 65534
+    assert sorted(p.name for p in legacy_file.parent.iterdir()) == ["ste.py"]
