@@ -116,6 +116,16 @@ def test_default_excludes_skip_virtualenvs_vcs_and_build_output(project_tree):
     assert everything == {"src/a.py", "pkg/build.py", *_INSTALLED_AND_GENERATED}
 
 
+def test_the_readme_lists_every_default_exclude():
+    from pathlib import Path
+
+    from compat.audit.walker import DEFAULT_EXCLUDES, VIRTUALENV_MARKER
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("Which files, and how they are written"):]
+    assert [p for p in (*DEFAULT_EXCLUDES, VIRTUALENV_MARKER) if f"`{p}`" not in section] == []
+
+
 def test_a_directory_named_explicitly_is_walked_even_if_a_default_exclude(project_tree):
     assert [os.path.relpath(p, project_tree) for p in iter_python_files([str(project_tree / ".venv")])] == [
         ".venv/lib/python3.11/site-packages/tf.py"]
