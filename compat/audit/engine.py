@@ -167,6 +167,7 @@ def audit_paths(
     paths: Iterable[str],
     *,
     excludes: Iterable[str] = (),
+    default_excludes: bool = True,
     jobs: int | None = None,
     strict: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
@@ -178,6 +179,8 @@ def audit_paths(
     Args:
       paths: files and directories. Missing paths are the caller's to reject (the app exits 2).
       excludes: glob patterns, see `walker.iter_python_files`.
+      default_excludes: skip virtualenvs, installed packages, version control and build directories found in
+        the walk (`walker.DEFAULT_EXCLUDES`); a path given in `paths` is always audited.
       jobs: worker processes (default: CPU count). Small trees are audited in-process.
       strict: run every file through CPython's parser and symbol table, so a syntax error anywhere is GC000
         (slower: by default files that name no legacy gradient API in code are only read and decoded).
@@ -199,7 +202,7 @@ def audit_paths(
     targets: list[Site] = []
     op_library_files: set[str] = set()
     scanned = parsed = unreadable = lines = 0
-    files = iter_python_files(paths, excludes)
+    files = iter_python_files(paths, excludes, default_excludes=default_excludes)
     for result in _results(files, opts, jobs or os.cpu_count() or 1):
         scanned += 1
         parsed += result.parsed

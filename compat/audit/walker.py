@@ -8,6 +8,7 @@ import fnmatch
 import io
 import os
 import platform
+import re
 import stat
 import symtable
 import tokenize
@@ -34,13 +35,37 @@ _GRAMMAR_NOTE = (f"parsed with the grammar of the Python running compat-audit, {
 _CHUNK = 1 << 20
 
 
+# Directories a walk does not enter unless told to (`--nodefault_excludes`): version control, virtualenvs and
+# installed packages, tool environments, build output. A directory holding `pyvenv.cfg` is a virtualenv whatever
+# its name. Matched against directory base names only (a file `build.py` is walked).
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".git", ".hg", ".svn", ".venv", "venv", "__pypackages__", "site-packages", "dist-packages", ".tox", ".nox",
+    ".eggs", "*.egg-info", "build", "dist", "bazel-*", "node_modules",
+)
+VIRTUALENV_MARKER = "pyvenv.cfg"
+DEFAULT_EXCLUDES_HELP = (
+    "Skip directories found in a walk that are named " + ", ".join(DEFAULT_EXCLUDES) + f", or hold {VIRTUALENV_MARKER}"
+    " (a virtualenv): version control, installed packages, build output. A directory named on the command line "
+    "is always walked (without these defaults if it is one of them); --nodefault_excludes walks everything.")
+
+
 def _is_excluded(rel: str, excludes: Iterable[str]) -> bool:
     base = rel.rsplit("/", 1)[-1]
     return any(fnmatch.fnmatchcase(rel, pat) or fnmatch.fnmatchcase(base, pat)
                or fnmatch.fnmatchcase(rel, pat.rstrip("/") + "/*") for pat in excludes)
 
 
-def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = ()) -> Iterator[str]:
+_DEFAULT_NAMES = re.compile("|".join(fnmatch.translate(pattern) for pattern in DEFAULT_EXCLUDES))
+
+
+def is_default_excluded(directory: str) -> bool:
+    """Whether a walk skips `directory` by default: named in DEFAULT_EXCLUDES, or a virtualenv (pyvenv.cfg)."""
+    return bool(_DEFAULT_NAMES.match(os.path.basename(os.path.normpath(directory)))
+                or os.path.isfile(os.path.join(directory, VIRTUALENV_MARKER)))
+
+
+def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = (), *, default_excludes: bool = True,
+                      on_default_excluded: Callable[[str], None] | None = None) -> Iterator[str]:
     """Yield `.py` files under `paths` (files given explicitly are yielded whatever their suffix).
 
     Directories are walked in sorted order following symlinks, but each real directory (device, inode) is
@@ -48,6 +73,8 @@ def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = ()) -> Ite
     GC000), as is any explicit path that is not a directory (a FIFO or a device is a GC000, never opened).
     `excludes` are glob patterns matched against the path relative to the given root, against the path as
     displayed, and against the base name (`build`, `*_pb2.py`, `third_party/*`).
+    With `default_excludes`, directories found in the walk that `is_default_excluded` are not entered (each is
+    passed to `on_default_excluded`); a given root is always walked, without the defaults if it is one of them.
     """
     excludes = tuple(excludes)
     for root in paths:
@@ -55,34 +82,53 @@ def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = ()) -> Ite
             if not _is_excluded(_posix(root), excludes):
                 yield _posix(root)
             continue
-        visited: set[tuple[int, int]] = set()
-        unlisted: list[OSError] = []
-        for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted.append, followlinks=True):
-            yield from _drain(unlisted)
-            try:
-                st = os.stat(dirpath)
-            except OSError:
-                dirnames[:] = []
-                continue
-            if (st.st_dev, st.st_ino) in visited:  # a symlink back into a directory already walked
-                dirnames[:] = []
-                continue
-            visited.add((st.st_dev, st.st_ino))
-            rel_dir = dirpath[len(root):].lstrip(os.sep)  # os.walk joins each dirpath onto root
-            rel_dir = "" if rel_dir in ("", ".") else _posix(rel_dir) + "/"
-            dirnames[:] = sorted(
-                d for d in dirnames
-                if not excludes or not (_is_excluded(rel_dir + d, excludes)
-                                        or _is_excluded(_posix(os.path.join(dirpath, d)), excludes))
-            )
-            for name in sorted(filenames):
-                if not name.endswith(".py"):
-                    continue
-                full = _posix(os.path.join(dirpath, name))
-                if excludes and (_is_excluded(rel_dir + name, excludes) or _is_excluded(full, excludes)):
-                    continue
-                yield full
+        skip_defaults = default_excludes and not is_default_excluded(root)
+        yield from _walk(root, excludes, skip_defaults, on_default_excluded)
+
+
+def _walk(root: str, excludes: tuple[str, ...], skip_defaults: bool,
+          on_default_excluded: Callable[[str], None] | None) -> Iterator[str]:
+    visited: set[tuple[int, int]] = set()
+    unlisted: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted.append, followlinks=True):
         yield from _drain(unlisted)
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in visited:  # a symlink back into a directory already walked
+            dirnames[:] = []
+            continue
+        visited.add((st.st_dev, st.st_ino))
+        # A virtualenv whatever its name, seen in the listing os.walk made anyway (a stat per directory costs
+        # more than the rest of the default excludes).
+        if skip_defaults and dirpath != root and VIRTUALENV_MARKER in filenames:
+            if on_default_excluded is not None:
+                on_default_excluded(_posix(dirpath))
+            dirnames[:] = []
+            continue
+        rel_dir = dirpath[len(root):].lstrip(os.sep)  # os.walk joins each dirpath onto root
+        rel_dir = "" if rel_dir in ("", ".") else _posix(rel_dir) + "/"
+        kept = []
+        for d in sorted(dirnames):
+            full = os.path.join(dirpath, d)
+            if excludes and (_is_excluded(rel_dir + d, excludes) or _is_excluded(_posix(full), excludes)):
+                continue
+            if skip_defaults and _DEFAULT_NAMES.match(d):
+                if on_default_excluded is not None:
+                    on_default_excluded(_posix(full))
+                continue
+            kept.append(d)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if not name.endswith(".py"):
+                continue
+            full = _posix(os.path.join(dirpath, name))
+            if excludes and (_is_excluded(rel_dir + name, excludes) or _is_excluded(full, excludes)):
+                continue
+            yield full
+    yield from _drain(unlisted)
 
 
 def _drain(unlisted: list[OSError]) -> Iterator[str]:

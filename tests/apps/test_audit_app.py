@@ -154,3 +154,15 @@ def test_output_in_a_new_directory_is_created_like_compat_check_does(tree, tmp_p
     proc = _run("--format=json", f"--output={target}", str(tree))
     assert proc.returncode in (0, 1), proc.stderr
     assert json.loads(target.read_text())["tool"] == "compat-audit"
+
+
+def test_default_excludes_are_listed_in_help_and_nodefault_excludes_walks_everything(tree):
+    (tree / ".venv").mkdir()
+    (tree / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tree / ".venv" / "installed.py").write_text(LEGACY.replace("'A'", "'C'"))
+    paths = {json_finding["path"] for json_finding in json.loads(_run("--format=json", str(tree)).stdout)["findings"]}
+    assert paths == {f"{tree}/legacy.py", f"{tree}/vendor/other.py"}
+    everything = json.loads(_run("--format=json", "--nodefault_excludes", str(tree)).stdout)["findings"]
+    assert f"{tree}/.venv/installed.py" in {f["path"] for f in everything}
+    help_text = _run("--help").stdout
+    assert "--[no]default_excludes" in help_text and "site-packages" in help_text and "pyvenv.cfg" in help_text
