@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
 
+from compat.audit import token_scan
 from compat.audit.walker import iter_python_files
 from compat.rewrite.engine import rewrite_source
 from compat.rewrite.replace import Snapshot, replace
-from compat.rewrite.result import FileResult, Status
+from compat.rewrite.result import PATTERNS, FileResult, Site, Status
 from compat.rewrite.todo import PREFIX as TODO_PREFIX
 
 DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -79,7 +80,7 @@ def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEF
     try:
         result = rewrite_source(text, path)
     except cst.ParserSyntaxError as e:
-        return FileResult(path, "failed", f"syntax error at line {e.raw_line}: {e.message}; not touched")
+        return _unparsable(path, text, f"syntax error at line {e.raw_line}: {e.message}; not touched")
     except RecursionError:
         return FileResult(path, "failed", "too deeply nested to rewrite; not touched")
     if result.text == text:
@@ -97,6 +98,23 @@ def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEF
 def _without_todos(text: str) -> list[str]:
     """The lines of `text` but its `# TODO(gradcompat): ...` comment lines: equal for a TODO-only change."""
     return [line for line in text.splitlines() if not line.lstrip().startswith(TODO_PREFIX)]
+
+
+def _unparsable(path: str, text: str, reason: str) -> FileResult:
+    """A file that does not parse (Python 2 code, often): `failed`, with the legacy calls a scan of its code text
+    finds as `skipped` sites, so they are counted and the reason says to port the file first."""
+    found = token_scan.legacy_sites(text)
+    if not found:
+        return FileResult(path, "failed", reason)
+    why = "the file does not parse: port it to Python 3 first, then rewrite it"
+    sites = tuple(Site(site.line, _PATTERNS_BY_RULE[site.rule], "skipped", why) for site in found)
+    held = token_scan.describe(found)
+    return FileResult(path, "failed", f"{reason}; it holds {held}, found without parsing: port it to Python 3 first "
+                                      f"(e.g. `python3.11 -m lib2to3 -w {os.path.basename(path)}`), then run "
+                                      f"compat-rewrite again", sites)
+
+
+_PATTERNS_BY_RULE = {rule: pattern for pattern, rule in PATTERNS.items()}
 
 
 def write_result(result: FileResult, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileResult:

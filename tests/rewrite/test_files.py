@@ -190,3 +190,15 @@ def test_a_file_whose_owner_cannot_be_kept_is_not_replaced(legacy_file: Path, mo
     assert result.status == "skipped" and "rewrite it as its owner" in result.reason, result.reason
     assert legacy_file.read_text() == LEGACY and legacy_file.stat().st_uid == 65534
     assert sorted(p.name for p in legacy_file.parent.iterdir()) == ["ste.py"]
+
+
+def test_a_python2_file_fails_with_its_legacy_sites_counted_and_says_to_port_it(tmp_path):
+    path = tmp_path / "py2.py"
+    path.write_text("import tensorflow as tf\n\n@tf.RegisterGradient('Py2Half')\ndef _half(op, grad):\n"
+                    "    print 'half'\n    return grad * 0.5\n\ndef f(x):\n"
+                    "    with tf.get_default_graph().gradient_override_map({'Sign': 'Py2Half'}):\n"
+                    "        return tf.sign(x)\n")
+    result = rewrite_file(str(path))
+    assert result.status == "failed" and "port it to Python 3 first" in result.reason
+    assert [(s.line, s.pattern, s.outcome) for s in result.sites] == [(3, "register_gradient", "skipped"),
+                                                                     (9, "override_map", "skipped")]
