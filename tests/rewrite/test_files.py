@@ -138,9 +138,8 @@ def test_hard_linked_file_is_not_replaced_so_every_name_keeps_the_same_text(lega
     assert os.path.samefile(legacy_file, other) and legacy_file.read_text() == LEGACY
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user (chown to nobody)")
-def test_owner_and_group_are_kept_when_root_rewrites_another_users_file(legacy_file: Path) -> None:
-    os.chown(legacy_file, 65534, 65534)  # nobody:nogroup
+def test_owner_and_group_are_kept_when_root_rewrites_another_users_file(legacy_file: Path, give_to_nobody) -> None:
+    give_to_nobody(legacy_file)
     legacy_file.chmod(0o4750)  # a set-id bit, which chown would clear if done after chmod
     result = rewrite_file(str(legacy_file), in_place=True)
     assert result.written, result.reason
@@ -178,9 +177,9 @@ def test_non_utf8_file_name_has_its_bytes_in_the_json(tmp_path: Path) -> None:
     assert "path_bytes_hex" not in rewrite_file(str(tmp_path / "plain.py")).as_dict()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs a file owned by another user (chown to nobody)")
-def test_a_file_whose_owner_cannot_be_kept_is_not_replaced(legacy_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    os.chown(legacy_file, 65534, 65534)
+def test_a_file_whose_owner_cannot_be_kept_is_not_replaced(legacy_file: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           give_to_nobody) -> None:
+    give_to_nobody(legacy_file)
 
     def not_permitted(fd: int, uid: int, gid: int) -> None:  # what a non-root user gets for another's file
         raise PermissionError(1, "Operation not permitted")
