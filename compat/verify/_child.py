@@ -1,7 +1,7 @@
 """The child process of one compat.verify side: import TensorFlow once, fork one process per entry and context.
 
     python -m compat.verify._child --side=original|rewritten --module=PATH --job_dir=DIR [--path=DIR ...]
-                                   [--package_root=DIR --package=DOTTED] --timeout_s=SECONDS
+                                   [--package_root=DIR --package=DOTTED] --timeout_s=SECONDS --deadline=MONOTONIC
 
 The original side runs with `tensorflow` seen as `tensorflow.compat.v1` (v2 behaviour disabled) in the
 v1_session context only; the rewritten side runs in TF2, in every context the job names. Each (entry, context)
@@ -67,11 +67,12 @@ class Died:
 class Side:
     """One side's work: fork a unit process per (entry, context), merge what each wrote."""
 
-    def __init__(self, module: Any, job: Job, directory: str, timeout_s: float, recorder: Any) -> None:
+    def __init__(self, module: Any, job: Job, directory: str, timeout_s: float, deadline: float,
+                 recorder: Any) -> None:
         from compat.scenarios import select_scenarios
 
         self.module, self.job, self.directory, self.recorder = module, job, directory, recorder
-        self.timeout_s, self.deadline = timeout_s, time.monotonic() + timeout_s
+        self.timeout_s, self.deadline = timeout_s, deadline
         self.scenarios = select_scenarios(list(job.scenarios) if job.scenarios is not None else None)
         names = tuple(scenario.name for scenario in self.scenarios)
         import tensorflow as tf
@@ -270,7 +271,9 @@ def run_side(args: argparse.Namespace) -> SideResult:
     recorder = _setup(args.side)
     package = (args.package_root, args.package) if args.package else None
     module = Module(args.side, args.module, tuple(args.path), package)
-    side = Side(module, job, args.job_dir, args.timeout_s, recorder)
+    # The parent's deadline (CLOCK_MONOTONIC is one clock for every process), less a second to write the results.
+    deadline = args.deadline - 1.0 if args.deadline else time.monotonic() + args.timeout_s
+    side = Side(module, job, args.job_dir, args.timeout_s, deadline, recorder)
     if not side.preflight():
         if read_resolved(args.job_dir) is None:
             unresolved = {name: "the original could not be imported" for name in job.entries}
@@ -293,7 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--path", action="append", default=[], help="another directory to make importable")
     parser.add_argument("--package_root", default="", help="with --package: the directory holding the package")
     parser.add_argument("--package", default="", help="import the module as a member of this dotted package")
-    parser.add_argument("--timeout_s", type=float, default=300.0)
+    parser.add_argument("--timeout_s", type=float, default=300.0, help="the time limit, as the messages say it")
+    parser.add_argument("--deadline", type=float, default=0.0, help="time.monotonic() at which the limit runs out")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     write_side(run_side(args), args.job_dir)

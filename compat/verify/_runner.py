@@ -165,11 +165,11 @@ def _verify(original_path: str, rewritten_path: str, rewritten_label: str, entri
         write_resolved(Resolved({name: [item if isinstance(item, Constant) else (item[0], list(item[1] or ()))
                                         for item in spec] for name, spec in job.entries.items()}), directory)
     deadline = started + timeout_s
-    original_child = _start("original", original_path, directory, (), None, timeout_s)
+    original_child = _start("original", original_path, directory, (), None, timeout_s, deadline)
     rewritten_child = None
     if not job.needs_inference or _wait_for_resolved(directory, original_child, deadline):
         rewritten_child = _start("rewritten", rewritten_path, directory, (os.path.dirname(original_path),),
-                                 package_of(original_path), max(1.0, deadline - time.monotonic()))
+                                 package_of(original_path), timeout_s, deadline)
     original = _finish("original", original_child, directory, deadline, timeout_s)
     rewritten = (_finish("rewritten", rewritten_child, directory, deadline, timeout_s) if rewritten_child else
                  SideResult("rewritten", error="not run: the original side ended before inferring the entries' "
@@ -223,12 +223,13 @@ def _package_root() -> str:
 
 
 def _start(side: str, module_path: str, directory: str, extra_paths: tuple[str, ...],
-           package: tuple[str, str] | None, timeout_s: float) -> subprocess.Popen[bytes]:
+           package: tuple[str, str] | None, timeout_s: float, deadline: float) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_package_root(), env.get("PYTHONPATH", "")]))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     command = [sys.executable, "-m", "compat.verify._child", f"--side={side}", f"--module={module_path}",
-               f"--job_dir={directory}", f"--timeout_s={timeout_s}", *(f"--path={path}" for path in extra_paths)]
+               f"--job_dir={directory}", f"--timeout_s={timeout_s}", f"--deadline={deadline!r}",
+               *(f"--path={path}" for path in extra_paths)]
     if package is not None:
         command += [f"--package_root={package[0]}", f"--package={package[1]}"]
     with open(os.path.join(directory, f"{side}.stderr"), "wb") as stderr:
@@ -246,8 +247,8 @@ def _wait_for_resolved(directory: str, child: subprocess.Popen[bytes], deadline:
     return True
 
 
-_GRACE_S = 10.0
-"""How long past the deadline a side may take to write what it has (its units are killed at the deadline)."""
+_GRACE_S = 3.0
+"""How long past the deadline a side may take to write what it has (its units are killed a second before)."""
 
 
 def _finish(side: str, child: subprocess.Popen[bytes], directory: str, deadline: float,

@@ -124,7 +124,7 @@ def test_a_module_that_never_returns_times_out(tmp_path, write_pair):
     legacy, rewritten = write_pair(tmp_path, hang, hang)
     started = time.monotonic()
     report = verify_files(str(legacy), str(rewritten), timeout_s=2)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30  # a hang would last forever: the limit is 2 s plus process start-ups
     assert {c.status for c in report.cells} == {"error"} and "timed out after 2 s" in report.cells[0].message
 
 
