@@ -10,6 +10,10 @@ import pytest
 import compat
 from compat.distribute import use_logical_cpus
 
+# Third-party files of the real-code corpus (tests/data/real): data for benchmarks/rewrite_real.py, never tests,
+# whatever their names (`tf_grouping_op_test.py` is a common one).
+collect_ignore_glob = ["data/real/*"]
+
 # Before any test runs a TensorFlow op: the mirrored contexts need 2 logical CPUs (tests/distribute).
 _LOGICAL_CPUS_PROBLEM = use_logical_cpus()
 
