@@ -36,7 +36,7 @@ from _measure import load_average  # noqa: E402
 from compat.audit import audit_file  # noqa: E402
 from compat.rewrite import PATTERNS, rewrite_source  # noqa: E402
 from compat.rewrite.result import Outcome  # noqa: E402
-from compat.verify import EntriesError, read_entries, verify_rewrite  # noqa: E402
+from compat.verify import EntriesError, verify_rewrite  # noqa: E402
 from compat.workers import usable_cpus  # noqa: E402
 
 CORPUS = _ROOT / "tests" / "data" / "real"
@@ -94,7 +94,9 @@ class FileReport:
     extra: list[tuple[str, int]] = dataclasses.field(default_factory=list)
     imports: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     entries: bool = False
+    """Whether compat.verify found entry points to run (declared or inferred)."""
     verify: str | None = None
+    verify_reason: str = ""
     rewritten_text: str = dataclasses.field(default="", repr=False)
 
     def outcome_counts(self) -> collections.Counter[str]:
@@ -169,7 +171,6 @@ def static_pass(corpus: Path, entry: dict[str, Any]) -> FileReport:
     found = {(PATTERNS[site.pattern], site.line) for site in result.sites}
     report.defects = [site for site in report.audit_sites if site not in found]
     report.extra = sorted(found - set(report.audit_sites))
-    report.entries = _has_entries(text)
     return report
 
 
@@ -186,14 +187,6 @@ def _idempotent(text: str, path: str) -> bool:
         return rewrite_source(text, path).text == text
     except Exception:  # noqa: BLE001 - the rewriter failing on its own output is a failed idempotence check
         return False
-
-
-def _has_entries(text: str) -> bool:
-    try:
-        read_entries(text)
-    except EntriesError:
-        return False
-    return True
 
 
 def own_names(entry: dict[str, Any]) -> set[str]:
@@ -263,11 +256,25 @@ def import_pass(corpus: Path, reports: Sequence[FileReport], entries: dict[str, 
 
 
 def verify_pass(corpus: Path, reports: Sequence[FileReport], timeout: float) -> None:
-    """compat.verify on every rewritten file whose original declares its entry points (GRADCOMPAT_ENTRIES)."""
+    """compat.verify on every rewritten file whose original imports here, with the entries it declares or those
+    verify infers: `proven`, `not proven` (with the first reason), or `no entries` (none derivable)."""
     for report in reports:
-        if report.changed and report.entries:
+        if not report.changed or report.imports.get("original", {}).get("status") != "ok":
+            continue
+        try:
             verified = verify_rewrite(str(corpus / report.stored_as), report.rewritten_text, timeout_s=timeout)
-            report.verify = "proven" if verified.ok else "not proven"
+        except EntriesError as exc:
+            report.verify, report.verify_reason = "no entries", str(exc).splitlines()[0][:300]
+            continue
+        if not verified.entries:
+            report.verify, report.verify_reason = "no entries", "; ".join(verified.not_verified.values())[:300]
+            continue
+        report.entries = True
+        report.verify = "proven" if verified.ok else "not proven"
+        if not verified.ok:
+            failing = [f"{c.entry}/{c.scenario}/{c.context}: {c.status}: {c.message}" for c in verified.failures]
+            report.verify_reason = (failing + list(verified.uncompared())
+                                    + [f"{k}: {v}" for k, v in verified.not_verified.items()] + [""])[0][:300]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -312,9 +319,9 @@ def targets(t: dict[str, Any], imported: bool) -> list[Target]:
     rewritten = t["imports"]["rewritten"] if imported else {}
     import_failures = rewritten.get("failed", 0) + rewritten.get("timeout", 0)
     importable = sum(n for status, n in rewritten.items() if status not in BLOCKED)
-    verify_note = (f"{t['proven']} of {t['files_with_entries']} rewritten files with entries proven" if
-                   t["files_with_entries"] else "not measurable: no rewritten file declares GRADCOMPAT_ENTRIES "
-                   "and compat has no API that derives entry points")
+    verify_note = (f"{t['proven']} of {t['files_with_entries']} rewritten files with entries (declared or "
+                   f"inferred) proven" if t["files_with_entries"] else
+                   "no rewritten file whose original imports here has entries compat.verify can declare or infer")
     return [
         Target("corpus >= 40 files from >= 25 repositories", f"{t['files']} files, {t['repositories']} repositories",
                t["files"] >= 40 and t["repositories"] >= 25),
@@ -371,7 +378,9 @@ def print_files(reports: Sequence[FileReport]) -> None:
             print(f"{r.stored_as[:66]:<66} rewrite raised {r.rewrite_error[:80]}")
             continue
         print(f"{r.stored_as[:66]:<66} " + " ".join(f"{c!s:>{w}}" for c, w in zip(cells, widths, strict=True)) +
-              f" {_import_cell(r)}")
+              f" {_import_cell(r)}" + (f" verify: {r.verify}" if r.verify else ""))
+        if r.verify_reason:
+            print(f"    verify: {r.verify_reason}")
 
 
 def print_summary(t: dict[str, Any], found: list[Target], categories: list[dict[str, Any]],
