@@ -11,6 +11,7 @@ from compat.rewrite import builtin_gradients, cleanup
 from compat.rewrite.apply import ApplyPlan
 from compat.rewrite.context import ModuleContext
 from compat.rewrite.defun import find_defuns, plan_defuns
+from compat.rewrite.newlines import keep_final_newlines
 from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, stray_map_calls
 from compat.rewrite.plan import CallEdit, Plan
 from compat.rewrite.register_gradient import Registration, build, check_uses, find_registrations, new_name
@@ -44,7 +45,7 @@ def rewrite_source(text: str, path: str = "<string>") -> SourceResult:
         plan.add_tf_import = False
     new = ctx.wrapper.visit(ApplyPlan(plan))
     code = cleanup.tidy(new.code, ctx, plan)
-    return SourceResult(code, tuple(plan.sites))
+    return SourceResult(keep_final_newlines(text, code), tuple(plan.sites))
 
 
 def _plan_overrides(ctx: ModuleContext, plan: Plan) -> None:
