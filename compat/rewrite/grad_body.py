@@ -44,7 +44,7 @@ def _single_target(stmt: cst.BaseStatement) -> tuple[cst.BaseAssignTargetExpress
 
 
 def binding_names(node: cst.CSTNode) -> list[str]:
-    """Names a body binds in its own scope, once per binding (assignments, loop/with targets, nested defs)."""
+    """Names a body binds in its own scope, once per binding (assignments, loop/with targets, imports, defs)."""
     found: list[str] = []
 
     class _Collect(cst.CSTVisitor):
@@ -71,6 +71,10 @@ def binding_names(node: cst.CSTNode) -> list[str]:
 
         def visit_AsName(self, node: cst.AsName) -> None:
             self._targets(node.name)
+
+        def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+            if node.asname is None:  # `import a.b` binds `a`; `import a.b as c` binds c (visit_AsName)
+                found.append(node.evaluated_name.split(".")[0])
 
         def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
             self._targets(node.target)
