@@ -125,10 +125,45 @@ def _check_graph(ctx: ModuleContext, call: cst.Call, nest: OverrideNest) -> None
                             "ops built in that graph: check where this code runs, then use a "
                             "@tf.custom_gradient by hand")
             else:
-                nest.handles.add(graph.value)
+                switch = _graph_switch(ctx, found[0].node, call)
+                if switch is None:
+                    nest.handles.add(graph.value)
+                else:
+                    nest.refuse(f"`{graph.value}` may not be the default graph where the map is entered "
+                                f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
+                                "graph the ops are built in, then use a @tf.custom_gradient by hand")
             return
     nest.refuse(f"the map is entered on `{ctx.code(graph)}`, which the rewriter cannot prove is the graph the ops "
                 "are built in: rewrite the overridden ops as @tf.custom_gradient by hand")
+
+
+_GRAPH_SWITCHES = frozenset({"as_default", "reset_default_graph", "__enter__", "__exit__"})
+
+
+def _graph_switch(ctx: ModuleContext, handle: cst.CSTNode, map_call: cst.Call) -> str | None:
+    """A call that may change the default graph between `G = get_default_graph()` and the map, else None.
+
+    Searched in the function taking `G` (functions nested in it included, as `quantize` in DoReFa's
+    `get_dorefa`): a `with g.as_default():` around both the handle and the map is harmless; any other
+    `as_default()`, `reset_default_graph()` or hand-entered context may make `G` another graph than the one the
+    map's ops are built in.
+    """
+    function = ctx.enclosing_function(handle)
+    for node in ctx.walk(function) if function is not None else ():
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        leaf = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(
+            func, cst.Name) else None
+        if leaf not in _GRAPH_SWITCHES:
+            continue
+        item = ctx.parent(node)
+        with_node = ctx.parent(item) if isinstance(item, cst.WithItem) else None
+        if isinstance(with_node, cst.With) and all(
+                with_node in set(ctx.ancestors(n)) for n in (handle, map_call)):
+            continue
+        return ctx.code(node)
+    return None
 
 
 def _static(ctx: ModuleContext, expr: cst.BaseExpression) -> bool:
