@@ -259,6 +259,11 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
         nest.refuse(f"`{ctx.code(call.func)}` creates several ops ({', '.join(sorted(wrapper.op_types))}) and the "
                     f"map overrides {', '.join(overridden)}: rewrite by hand")
         return
+    if not wrapper.always_creates:
+        nest.refuse(f"`{ctx.code(call.func)}` creates no {wrapper.single_op} op when {wrapper.no_op_when}, and "
+                    "then TF1 applies no override, while a @tf.custom_gradient always would: check the dtypes, "
+                    "then rewrite by hand")
+        return
     found = _tensor_args(ctx, call, wrapper, nest)
     if found is None:
         return

@@ -107,3 +107,35 @@ def test_a_handle_and_map_in_the_same_new_graph_are_rewritten() -> None:
                     return tf.sign(x)
         """)
     assert not result.todo and "return _sign_with_identity_grad(x)" in result.text, result.sites
+
+
+SAME_DTYPE_CAST = """
+    import tensorflow as tf
+
+    @tf.RegisterGradient("TwentyTimes")
+    def _twenty_times(op, grad):
+        return grad * 20.0
+
+    def as_float(x):
+        with tf.get_default_graph().gradient_override_map({"Cast": "TwentyTimes"}):
+            y = tf.cast(x, tf.float32)
+        return 2.0 * y
+    """
+
+
+def test_a_map_around_a_wrapper_that_may_create_no_op_is_a_todo() -> None:
+    reasons = _todo_reasons(SAME_DTYPE_CAST)
+    assert any(r.startswith("`tf.cast` creates no Cast op when it casts to the tensor's own dtype") for r in reasons)
+
+
+def test_tf1_applies_no_override_to_a_same_dtype_cast(runner, tmp_path) -> None:
+    """Why it is a TODO: the map changes nothing in TF1 (gradient 2), a custom_gradient would (gradient 40)."""
+    pytest.importorskip("tensorflow")
+    with_map = textwrap.dedent(SAME_DTYPE_CAST).lstrip()
+    without_map = with_map.replace('tf.get_default_graph().gradient_override_map({"Cast": "TwentyTimes"})',
+                                   'tf.name_scope("plain")').replace('"TwentyTimes"', '"TwentyTimesUnused"')
+    legacy = runner.load_pair(tmp_path, "cast_map", with_map, "")[0]
+    plain = runner.load_pair(tmp_path, "cast_plain", without_map, "")[0]
+    values = runner.inputs_for([("float32", [3])], seed=0)
+    assert runner.same(runner.run_session(legacy, "as_float", values, "weighted")[1],
+                       runner.run_session(plain, "as_float", values, "weighted")[1])
