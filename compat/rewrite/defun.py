@@ -19,10 +19,10 @@ from compat.rewrite.grad_body import (
     assigned_names,
     map_gradient_body,
     reads_outputs_differentiably,
-    stateful_call,
 )
 from compat.rewrite.names import local_fresh, names_in
 from compat.rewrite.plan import Plan
+from compat.rewrite.stateful import nondeterministic_call
 
 _HANDLED_KEYWORDS = frozenset({"grad_func", "python_grad_func", "func_name"})
 
@@ -208,11 +208,11 @@ def _check_reinvocable(ctx: ModuleContext, site: DefunSite, grad_body: cst.CSTNo
     name = fn.name.value
     why = (f"`{name}`'s gradient reads op.outputs, whose second-order gradients go through that gradient again; "
            f"the rewrite keeps this by calling `{name}` again from its gradient, ")
-    stateful = stateful_call(fn.body)
+    stateful = nondeterministic_call(ctx, fn.body)
     scope = ctx.scopes.get(fn)
     bindings = [a for a in scope[name] if isinstance(a, meta.Assignment)] if scope is not None else []
     if stateful:
-        site.refuse(why + f"but `{stateful}` is random or stateful and would give another value: rewrite by hand")
+        site.refuse(why + f"but {stateful}: a second call could give another value, rewrite by hand")
     elif isinstance(scope, meta.ClassScope) or len(bindings) != 1 or name in names_in(fn.body) | names_in(
             grad_body):
         site.refuse(why + f"but `{name}` is defined in a class body, rebound, or shadowed there: rewrite by hand")

@@ -141,7 +141,8 @@ def _builtin_helper(ctx: ModuleContext, plan: Plan, use: OverrideUse) -> str:
     return name
 
 
-def _build_registration(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.CSTNode) -> list[cst.BaseStatement]:
+def _build_registration(ctx: ModuleContext, reg: Registration, tf: str,
+                        updated: cst.CSTNode) -> list[cst.BaseStatement]:
     assert isinstance(updated, cst.FunctionDef)
     return [build(ctx, reg, tf, updated)]
 

@@ -13,10 +13,10 @@ import libcst.metadata as meta
 
 from compat.audit.suggestions import snake
 from compat.rewrite.context import ModuleContext
-from compat.rewrite.grad_body import (Refused, adoptable_names, map_gradient_body, reads_outputs_differentiably,
-                                      stateful_call)
+from compat.rewrite.grad_body import Refused, adoptable_names, map_gradient_body, reads_outputs_differentiably
 from compat.rewrite.names import local_fresh, names_in
 from compat.rewrite.override_map import GradKey, OverrideUse, grad_key
+from compat.rewrite.stateful import nondeterministic_call
 
 
 @dataclasses.dataclass
@@ -139,11 +139,11 @@ def check_uses(ctx: ModuleContext, reg: Registration) -> None:
     if isinstance(fn_scope, meta.ClassScope):
         reg.refuse(f"`{reg.fn.name.value}` is defined in a class body: rewrite by hand")
         return
-    stateful = stateful_call(reg.uses[0].call)
+    stateful = nondeterministic_call(ctx, reg.uses[0].call)
     if stateful and reads_outputs_differentiably(reg.fn.body, reg.fn.params.params[0].name.value):
         reg.refuse(f"`{reg.fn.name.value}` reads op.outputs, so its second-order gradients go through it again; "
-                   f"the rewrite would recompute the output, but `{stateful}` is random or stateful and would give "
-                   "another value: rewrite by hand, keeping second-order gradients through the custom gradient")
+                   f"the rewrite would recompute the output, but {stateful}: a second call could give another value, "
+                   "rewrite by hand, keeping second-order gradients through the custom gradient")
         return
     for use in reg.uses:
         if not _visible(ctx, fn_scope, use.call) or (
