@@ -1,4 +1,7 @@
-"""Run a corpus module's entry points in a tf.compat.v1 Graph + Session or eagerly under a GradientTape."""
+"""Run a corpus module's entry points in a tf.compat.v1 Graph + Session or eagerly under a GradientTape.
+
+Also the rewriter tests' shared checks: `differences` between a legacy module and its rewrite, `todo_reasons`.
+"""
 
 from __future__ import annotations
 
@@ -172,3 +175,17 @@ def same(a: list, b: list) -> bool:
         if np.shape(u) != np.shape(v) or not np.allclose(u, v, rtol=1e-5, atol=1e-6):
             return False
     return True
+
+
+def todo_reasons(source: str) -> list[str]:
+    """The TODO reasons the rewriter gives for `source`, asserting it changed nothing but add TODO comments.
+
+    A leftover `tf.get_default_graph()` is spelled `tf.compat.v1.get_default_graph()` in any file with a site.
+    """
+    from compat.rewrite import rewrite_source
+    from compat.rewrite.todo import PREFIX
+
+    result = rewrite_source(source)
+    kept = "".join(line for line in result.text.splitlines(keepends=True) if not line.lstrip().startswith(PREFIX))
+    assert kept.replace("tf.compat.v1.get_default_graph()", "tf.get_default_graph()") == source, result.text
+    return [site.reason for site in result.todo]

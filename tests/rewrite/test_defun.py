@@ -11,7 +11,6 @@ import textwrap
 import pytest
 
 from compat.rewrite import rewrite_source
-from compat.rewrite.todo import PREFIX
 
 HEADER = """
     import tensorflow as tf
@@ -24,13 +23,6 @@ def _rewrite(source: str) -> str:
     assert not result.todo, [s.reason for s in result.todo]
     assert rewrite_source(result.text).text == result.text, "a second run must change nothing"
     return result.text
-
-
-def _todo(source: str) -> list[str]:
-    result = rewrite_source(source)
-    kept = "".join(line for line in result.text.splitlines(keepends=True) if not line.startswith(PREFIX))
-    assert kept == source, "a TODO site changes nothing"
-    return [s.reason for s in result.todo]
 
 
 def _assert_equivalent(runner, folder, name: str, source: str, entries: dict) -> None:
@@ -87,8 +79,8 @@ def test_several_outputs_returned_in_a_list_come_back_as_a_tuple_like_tf1() -> N
     assert "y = (x * 2.0, x + 1.0)" in text
 
 
-def test_a_starred_return_is_left_with_a_todo() -> None:
-    reasons = _todo(_module("""
+def test_a_starred_return_is_left_with_a_todo(runner) -> None:
+    reasons = runner.todo_reasons(_module("""
         def _pair(op, da, db):
             return [da + db]
 
@@ -118,8 +110,8 @@ DEFUN_USED = """
     ("tf.identity(doubled(x), name=doubled.name)", "`doubled.name` reads an attribute of the Defun"),
     ("tf.map_fn(doubled, x)", "`doubled` is used as a value in `return tf.map_fn(doubled, x)`"),
 ])
-def test_a_defun_used_other_than_called_with_tensors_is_left_with_a_todo(use: str, why: str) -> None:
-    reasons = _todo(_module(DEFUN_USED.format(use=use)))
+def test_a_defun_used_other_than_called_with_tensors_is_left_with_a_todo(runner, use: str, why: str) -> None:
+    reasons = runner.todo_reasons(_module(DEFUN_USED.format(use=use)))
     assert any(r.startswith(why) and "by hand" in r for r in reasons), reasons
 
 

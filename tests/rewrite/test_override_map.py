@@ -12,20 +12,10 @@ import textwrap
 import pytest
 
 from compat.rewrite import rewrite_source
-from compat.rewrite.todo import PREFIX
 
 
 def _rewrite(source: str):
     return rewrite_source(textwrap.dedent(source).lstrip())
-
-
-def _todo_reasons(source: str) -> list[str]:
-    result = _rewrite(source)
-    kept = "".join(line for line in result.text.splitlines(keepends=True) if not line.lstrip().startswith(PREFIX))
-    # A leftover tf.get_default_graph() is spelled tf.compat.v1.get_default_graph() in any rewritten file.
-    kept = kept.replace("tf.compat.v1.get_default_graph()", "tf.get_default_graph()")
-    assert kept == textwrap.dedent(source).lstrip(), "a TODO site changes nothing"
-    return [s.reason for s in result.todo]
 
 
 SWITCHED_GRAPH = """
@@ -43,8 +33,8 @@ SWITCHED_GRAPH = """
     """
 
 
-def test_a_map_on_a_handle_taken_before_another_graph_became_the_default_is_a_todo() -> None:
-    reasons = _todo_reasons(SWITCHED_GRAPH)
+def test_a_map_on_a_handle_taken_before_another_graph_became_the_default_is_a_todo(runner) -> None:
+    reasons = runner.todo_reasons(textwrap.dedent(SWITCHED_GRAPH).lstrip())
     assert any(r.startswith("`G` may not be the default graph") and "tf.Graph().as_default()" in r
                for r in reasons), reasons
 
@@ -91,8 +81,8 @@ def test_tf1_ignores_that_map() -> None:
              return tf.sign(x)
      """, "`G` may not be the default graph where the map is entered (`other.as_default().__enter__()` changes"),
 ])
-def test_other_handles_that_may_name_another_graph_are_todos(source: str, why: str) -> None:
-    reasons = _todo_reasons(source)
+def test_other_handles_that_may_name_another_graph_are_todos(runner, source: str, why: str) -> None:
+    reasons = runner.todo_reasons(textwrap.dedent(source).lstrip())
     assert any(r.startswith(why) for r in reasons), reasons
 
 
@@ -123,8 +113,8 @@ SAME_DTYPE_CAST = """
     """
 
 
-def test_a_map_around_a_wrapper_that_may_create_no_op_is_a_todo() -> None:
-    reasons = _todo_reasons(SAME_DTYPE_CAST)
+def test_a_map_around_a_wrapper_that_may_create_no_op_is_a_todo(runner) -> None:
+    reasons = runner.todo_reasons(textwrap.dedent(SAME_DTYPE_CAST).lstrip())
     assert any(r.startswith("`tf.cast` creates no Cast op when it casts to the tensor's own dtype") for r in reasons)
 
 

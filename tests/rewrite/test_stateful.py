@@ -12,7 +12,6 @@ import pytest
 
 from compat.rewrite import rewrite_source, tf_ops
 from compat.rewrite.stateful import stateful_apis
-from compat.rewrite.todo import PREFIX
 
 DEFUN = """
     import numpy as np
@@ -45,16 +44,9 @@ RANDOM_FACTORS = [
 ]
 
 
-def _todo(source: str) -> list[str]:
-    result = rewrite_source(source)
-    kept = "".join(line for line in result.text.splitlines(keepends=True) if not line.startswith(PREFIX))
-    assert kept == source, "a TODO site changes nothing"
-    return [s.reason for s in result.todo]
-
-
 @pytest.mark.parametrize("factor, why", RANDOM_FACTORS)
-def test_a_forward_that_may_be_random_is_not_called_again(factor: str, why: str) -> None:
-    reasons = _todo(textwrap.dedent(DEFUN.format(factor=factor)).lstrip())
+def test_a_forward_that_may_be_random_is_not_called_again(runner, factor: str, why: str) -> None:
+    reasons = runner.todo_reasons(textwrap.dedent(DEFUN.format(factor=factor)).lstrip())
     assert any("reads op.outputs" in r and f"but {why}" in r and "rewrite by hand" in r for r in reasons), reasons
 
 
