@@ -11,6 +11,7 @@ from compat.rewrite import builtin_gradients, cleanup
 from compat.rewrite.apply import ApplyPlan
 from compat.rewrite.context import ModuleContext
 from compat.rewrite.defun import find_defuns, plan_defuns
+from compat.rewrite.names import local_names
 from compat.rewrite.newlines import keep_final_newlines
 from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, stray_map_calls
 from compat.rewrite.plan import CallEdit, Plan
@@ -125,17 +126,19 @@ def _builtin_helper(ctx: ModuleContext, plan: Plan, use: OverrideUse) -> str:
     gradient = builtin_gradients.lookup(str(use.gradient))
     assert gradient is not None
     name = ctx.fresh(f"_{snake(use.op_type)}_with_{snake(str(use.gradient))}_grad")
-    args = [cst.Arg(cst.Name("x")) if i == use.tensor_args[0] or a.keyword is not None and
-            a.keyword.value == use.tensor_args[0] else a for i, a in enumerate(use.call.args)]
+    # The helper's locals never hide a name the op call reads besides its tensor (`name=y`, y imported).
+    x, y, grad, dy = local_names(("x", "y", "grad", "dy"), use.other_names())
+    tensor = use.tensor_positions()
+    args = [cst.Arg(cst.Name(x)) if i in tensor else a for i, a in enumerate(use.call.args)]
     forward = ctx.module.code_for_node(use.call.with_changes(args=args))
     entry = f'"{use.op_type}": {use.shown}'
     source = (f"# Rewritten by gradcompat from gradient_override_map({{{entry}}}).\n"
               f"@{plan.tf_alias}.custom_gradient\n"
-              f"def {name}(x):\n"
-              f"    y = {forward}\n\n"
-              f"    def grad(dy):\n"
-              f"        return {gradient.expression('dy')}\n\n"
-              f"    return y, grad\n")
+              f"def {name}({x}):\n"
+              f"    {y} = {forward}\n\n"
+              f"    def {grad}({dy}):\n"
+              f"        return {gradient.expression(dy)}\n\n"
+              f"    return {y}, {grad}\n")
     plan.helpers.append(cst.parse_statement(source, config=ctx.module.config_for_parsing))
     helpers[key] = name
     return name

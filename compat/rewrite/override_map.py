@@ -14,6 +14,7 @@ import libcst.metadata as meta
 
 from compat.rewrite import tf_ops
 from compat.rewrite.context import ModuleContext
+from compat.rewrite.names import names_in
 
 GradKey = str | tuple[str, int]  # a literal gradient name, or ("var", id(assignment)) for a name bound at run time
 _NO_OP_CALLS = frozenset({"name_scope", "compat.v1.name_scope", "python.framework.ops.name_scope",
@@ -50,6 +51,17 @@ class OverrideUse:
     tensor_args: tuple[int | str, ...]
     signature: tuple[str, ...]  # callee and non-tensor arguments: uses sharing one function must agree
     nest: OverrideNest
+
+    def tensor_positions(self) -> list[int]:
+        """Indices in `call.args` of the tensor inputs, in the wrapper's order."""
+        return [t if isinstance(t, int) else next(i for i, a in enumerate(self.call.args)
+                                                  if a.keyword is not None and a.keyword.value == t)
+                for t in self.tensor_args]
+
+    def other_names(self) -> set[str]:
+        """Names the call reads besides its tensor inputs (callee, `name=NAME`): a rewrite must not hide them."""
+        tensors = set(self.tensor_positions())
+        return names_in(self.call.with_changes(args=[a for i, a in enumerate(self.call.args) if i not in tensors]))
 
 
 @dataclasses.dataclass

@@ -180,8 +180,8 @@ def build(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.FunctionD
     upstream_names = {p.name.value for p in params.params[1:]}
     if isinstance(params.star_arg, cst.Param):
         upstream_names.add(params.star_arg.name.value)
-    avoid = names_in(updated.body) | upstream_names | {op}
-    adopted = adoptable_names(updated.body, op)
+    avoid = names_in(updated.body) | upstream_names | {op} | use.other_names()
+    adopted = {k: v for k, v in adoptable_names(updated.body, op).items() if v not in use.other_names()}
     taken: set[str] = set()
     inputs = []
     for i in range(len(use.wrapper.inputs)):
@@ -218,9 +218,7 @@ def build(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.FunctionD
 
 def _forward_call(ctx: ModuleContext, use: OverrideUse, inputs: list[str]) -> str:
     args = list(use.call.args)
-    for name, where in zip(inputs, use.tensor_args, strict=True):
-        index = where if isinstance(where, int) else next(
-            i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == where)
+    for name, index in zip(inputs, use.tensor_positions(), strict=True):
         args[index] = args[index].with_changes(value=cst.Name(name))
     return ctx.module.code_for_node(use.call.with_changes(args=args))
 

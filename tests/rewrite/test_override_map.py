@@ -129,3 +129,45 @@ def test_tf1_applies_no_override_to_a_same_dtype_cast(runner, tmp_path) -> None:
     values = runner.inputs_for([("float32", [3])], seed=0)
     assert runner.same(runner.run_session(legacy, "as_float", values, "weighted")[1],
                        runner.run_session(plain, "as_float", values, "weighted")[1])
+
+
+@pytest.mark.parametrize("local", ["x", "y", "grad", "dy"])
+def test_a_builtin_gradient_helper_never_shadows_a_name_its_op_call_reads(runner, tmp_path, local: str) -> None:
+    """The helper's own locals (x, y, grad, dy) must not hide a module name passed to the op (here, its name)."""
+    pytest.importorskip("tensorflow")
+    source = textwrap.dedent(f"""
+        import tensorflow as tf
+        from json import __name__ as {local}
+
+        def negated(t):
+            with tf.get_default_graph().gradient_override_map({{"Identity": "Neg"}}):
+                return tf.identity(t, name={local})
+        """).lstrip()
+    result = _rewrite(source)
+    assert not result.todo, result.sites
+    legacy, rewritten = runner.load_pair(tmp_path, f"shadowed_{local}", source, result.text)
+    found = runner.differences(legacy, rewritten, {"negated": [("float32", [3])]})
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("local", ["x", "y"])
+def test_a_registered_gradient_rewrite_never_shadows_a_name_its_op_call_reads(runner, tmp_path, local: str) -> None:
+    pytest.importorskip("tensorflow")
+    source = textwrap.dedent(f"""
+        import tensorflow as tf
+        from json import __name__ as {local}
+
+        @tf.RegisterGradient("HalvedFor{local}")
+        def _halved(op, grad):
+            {local} = op.inputs[0]
+            return grad * 0.5 + 0.0 * {local}
+
+        def halved(t):
+            with tf.get_default_graph().gradient_override_map({{"Identity": "HalvedFor{local}"}}):
+                return tf.identity(t, name={local})
+        """).lstrip()
+    result = _rewrite(source)
+    assert not result.todo, result.sites
+    legacy, rewritten = runner.load_pair(tmp_path, f"registered_{local}", source, result.text)
+    found = runner.differences(legacy, rewritten, {"halved": [("float32", [3])]})
+    assert not found, "\n".join(found)
