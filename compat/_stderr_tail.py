@@ -3,7 +3,8 @@
 A child that writes 20 MB to stderr and dies must not put 20 MB into every cell it fails: only the last
 `max_bytes` of the file are read, decoded with replacement, TensorFlow's own notices are dropped (its start-up
 chatter is printed from C++ whatever the log level), and the lines are capped in number and length. Fatal lines
-(`F0000 ... ] Check failed: ...`, absl/glog's FATAL) are kept even when a stack trace follows them.
+(`F0000 ... ] Check failed: ...`, absl/glog's FATAL; `Fatal Python error`, `terminate called ...`) are kept even
+when a stack trace follows them.
 
     lines = stderr_tail(path, start=offset)            # ["ValueError: boom"]
     message += "; stderr: " + " | ".join(lines) if lines else ""
@@ -23,12 +24,18 @@ MAX_LINE_CHARS = 500
 _NOTICES = (
     # absl's line before its own initialisation, printed once per process by TensorFlow's C++ logging.
     re.compile(r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"),
-    # oneDNN / CPU-feature notices (I... port.cc, cpu_feature_guard.cc) and the rendezvous shutdown notice
-    # TensorFlow logs after a failed op; \S+ is the source file, [IW] the INFO and WARNING levels.
-    re.compile(r"^[IW]\d{4} [\d:.]+\s+\d+ (port|cpu_feature_guard|local_rendezvous)\.cc:\d+\] "),
+    # glog/absl INFO lines (oneDNN's port.cc, cpu_feature_guard.cc, ...) and TensorFlow's WARNING notices that
+    # are no failure: the rendezvous shutdown after a failed op, CUDA/TensorRT probing, MLIR pass chatter.
+    re.compile(r"^I\d{4} [\d:.]+\s+\d+ \S+:\d+\] "),
+    re.compile(r"^W\d{4} [\d:.]+\s+\d+ \S+:\d+\] (.*(cuda|gpu|TensorRT)|Local rendezvous is aborting)"),
+    re.compile(r"mlir_graph_optimization_pass"),
     re.compile(r"^To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags\.$"),
+    # tf.compat.v1 deprecation notices (legacy code triggers them by the dozen).
+    re.compile(r"Instructions for updating:$|is deprecated and will be removed|non-resource variables are not "
+               r"supported|disable_resource_variables"),
 )
-_FATAL = re.compile(r"^F\d{4} [\d:.]+\s+\d+ \S+:\d+\] |Check failed: ")
+_FATAL = re.compile(r"^F\d{4} [\d:.]+\s+\d+ \S+:\d+\] |Check failed: |^Fatal Python error|^terminate called|"
+                    r"Segmentation fault|^Aborted")
 
 
 def stderr_tail(path: str | os.PathLike[str], start: int = 0, max_lines: int = MAX_LINES,

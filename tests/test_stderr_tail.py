@@ -62,3 +62,13 @@ def test_only_what_was_written_after_the_offset_is_quoted_and_bad_bytes_are_repl
         stderr.write(b"bad bytes \xff\xfe here\n\n   \n")
     assert stderr_tail(path, offset) == ["bad bytes \ufffd\ufffd here"]
     assert stderr_tail(tmp_path / "missing.stderr") == []
+
+
+def test_a_real_segfault_report_keeps_its_fatal_line_above_the_stack(tmp_path):
+    code = ("import faulthandler, ctypes\nfaulthandler.enable()\n" + "def f(n):\n    return f(n - 1) if n else "
+            "ctypes.string_at(0)\nf(30)\n")
+    path = _child_stderr(tmp_path, code)
+    written = [line for line in path.read_text().splitlines() if line.strip()]
+    assert written[0] == "Fatal Python error: Segmentation fault" and len(written) > 10  # a stack of 30 frames
+    tail = stderr_tail(path)
+    assert tail[0] == "Fatal Python error: Segmentation fault" and tail[1:] == [line.strip() for line in written[-2:]]
