@@ -84,3 +84,13 @@ def _cut(line: str, limit: int) -> str:
     if len(line) <= limit:
         return line
     return f"{line[:limit]}… ({len(line) - limit} more characters)"
+
+
+def fatal_or_tail(path: str | os.PathLike[str], max_lines: int = 12) -> str:
+    """For a message: "; fatal: <line>" when the child's stderr holds a fatal line (a TensorFlow CHECK failure,
+    an abort), else "; stderr tail:" and its last lines, or "" when it printed nothing worth showing."""
+    lines = stderr_tail(path, max_lines=max_lines)
+    fatal = [line for line in lines if _FATAL.search(line)]
+    if fatal:
+        return "; fatal: " + fatal[-1]
+    return ("; stderr tail:\n" + "\n".join(lines)) if lines else ""

@@ -72,3 +72,15 @@ def test_a_real_segfault_report_keeps_its_fatal_line_above_the_stack(tmp_path):
     assert written[0] == "Fatal Python error: Segmentation fault" and len(written) > 10  # a stack of 30 frames
     tail = stderr_tail(path)
     assert tail[0] == "Fatal Python error: Segmentation fault" and tail[1:] == [line.strip() for line in written[-2:]]
+
+
+def test_a_dead_childs_message_quotes_its_fatal_line_first(tmp_path):
+    from compat._stderr_tail import fatal_or_tail
+
+    path = tmp_path / "err"
+    path.write_text("I0000 00:00:1.0 1 port.cc:153] oneDNN custom operations are on.\nsome frame\n"
+                    "F1204 00:00:00.000000 1 op.cc:1] Check failed: dims == 2 (3 vs. 2)\n*** Begin stack trace ***\n")
+    assert fatal_or_tail(path) == "; fatal: F1204 00:00:00.000000 1 op.cc:1] Check failed: dims == 2 (3 vs. 2)"
+    path.write_text("Traceback (most recent call last):\nValueError: boom\n")
+    assert fatal_or_tail(path) == "; stderr tail:\nTraceback (most recent call last):\nValueError: boom"
+    assert fatal_or_tail(tmp_path / "missing") == ""

@@ -46,7 +46,7 @@ from compat.verify._results import (
     write_resolved,
     write_side,
 )
-from compat.verify._stderr import fatal_or_tail
+from compat._stderr_tail import fatal_or_tail
 
 
 @dataclasses.dataclass(frozen=True)

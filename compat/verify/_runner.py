@@ -37,7 +37,7 @@ from compat.verify._results import (
     write_job,
     write_resolved,
 )
-from compat.verify._stderr import fatal_or_tail
+from compat._stderr_tail import fatal_or_tail
 
 CONTEXTS: tuple[str, ...] = ("v1_session", "v1_tape", "eager_tape", "function_tape", "function_gradients")
 """The contexts the rewritten side can run in (compat.contexts); the original always runs in a v1 Session."""
