@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import keyword
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import cast
 
 import libcst as cst
@@ -80,14 +80,24 @@ class ModuleContext:
     """
 
     def __init__(self, source: str) -> None:
-        self.module = cst.parse_module(source)
-        # Freshly parsed and private to this context, the tree shares no node, so the wrapper need not copy it.
-        self.wrapper = meta.MetadataWrapper(self.module, unsafe_skip_copy=True)
-        layout = _Layout.of(self.module)
+        self._load(cst.parse_module(source), ImportMap.from_tree(ast.parse(source)))
+
+    @classmethod
+    def of_tree(cls, module: cst.Module, imports: ImportMap) -> ModuleContext:
+        """A context for a tree built in memory (statements of a rewritten module), resolving names with `imports`."""
+        ctx = cls.__new__(cls)
+        ctx._load(module, imports)
+        return ctx
+
+    def _load(self, module: cst.Module, imports: ImportMap) -> None:
+        self.module = module
+        # A tree parsed or assembled for this context alone: the wrapper need not copy it to keep nodes apart.
+        self.wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
+        layout = _Layout.of(module)
         self.positions = layout.positions
         self.parents: Mapping[cst.CSTNode, cst.CSTNode] = layout.parents
-        self._order, self._index, self._end = layout.order, layout.index, layout.end
-        self.imports = ImportMap.from_tree(ast.parse(source))
+        self._order, self._start, self._end = layout.order, layout.index, layout.end
+        self.imports = imports
         self.used_names = {n.value for n in self._order if isinstance(n, cst.Name)}
         self._taken: set[str] = set()
         self._qualnames: dict[str, str | None] = {}
@@ -99,7 +109,7 @@ class ModuleContext:
     # -- the tree ---------------------------------------------------------------------------------
     def walk(self, node: cst.CSTNode, skip_functions: bool = False) -> Iterator[cst.CSTNode]:
         """Every node under `node` (itself included), in source order."""
-        start = self._index.get(node)  # nodes hash by identity
+        start = self._start.get(node)  # nodes hash by identity
         if start is None:
             yield from walk_tree(node, skip_functions)
             return
@@ -112,7 +122,7 @@ class ModuleContext:
 
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
         """`node.children` (in source order), without LibCST rebuilding `node` to list them."""
-        start = self._index.get(node)
+        start = self._start.get(node)
         if start is None:
             return list(node.children)
         found, i = [], start + 1
@@ -120,6 +130,25 @@ class ModuleContext:
             found.append(self._order[i])
             i = self._end[i]
         return found
+
+    def path_ids(self, nodes: Iterable[cst.CSTNode]) -> set[int]:
+        """The ids of every ancestor of `nodes`: the nodes a transformer must enter to reach them."""
+        found: set[int] = set()
+        for node in nodes:
+            for ancestor in self.ancestors(node):
+                if id(ancestor) in found:
+                    break
+                found.add(id(ancestor))
+        return found
+
+    def path_ids_to(self, ids: Iterable[int]) -> set[int] | None:
+        """`path_ids` of the nodes with these ids; None if one of them is not in the tree."""
+        nodes = [self._by_id.get(i) for i in ids]
+        return None if None in nodes else self.path_ids(n for n in nodes if n is not None)
+
+    @functools.cached_property
+    def _by_id(self) -> dict[int, cst.CSTNode]:
+        return {id(node): node for node in self._order}
 
     def top_statement(self, node: cst.CSTNode) -> cst.CSTNode:
         """The module-level statement holding `node` (the module for the module itself, or its header)."""

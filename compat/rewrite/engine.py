@@ -8,10 +8,10 @@ import libcst as cst
 
 from compat.audit.suggestions import snake
 from compat.rewrite import builtin_gradients, cleanup
-from compat.rewrite.apply import ApplyPlan
 from compat.rewrite.context import ModuleContext
 from compat.rewrite.defun import find_defuns, plan_defuns
 from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, stray_map_calls
+from compat.rewrite.partial import apply_plan, plan_node_ids
 from compat.rewrite.plan import CallEdit, Plan
 from compat.rewrite.register_gradient import Registration, build, check_uses, find_registrations, new_name
 from compat.rewrite.result import SourceResult
@@ -42,8 +42,8 @@ def rewrite_source(text: str, path: str = "<string>") -> SourceResult:
     plan.sites.sort()
     if not any(s.outcome == "rewritten" for s in plan.sites):
         plan.add_tf_import = False
-    new = ctx.wrapper.visit(ApplyPlan(plan))
-    code = cleanup.tidy(new.code, ctx, plan)
+    new = apply_plan(ctx.module, plan, ctx.path_ids_to(plan_node_ids(plan)))
+    code = cleanup.tidy(new, ctx, plan)
     return SourceResult(code, tuple(plan.sites))
 
 
@@ -140,7 +140,8 @@ def _builtin_helper(ctx: ModuleContext, plan: Plan, use: OverrideUse) -> str:
     return name
 
 
-def _build_registration(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.CSTNode) -> list[cst.BaseStatement]:
+def _build_registration(ctx: ModuleContext, reg: Registration, tf: str,
+                        updated: cst.CSTNode) -> list[cst.BaseStatement]:
     assert isinstance(updated, cst.FunctionDef)
     return [build(ctx, reg, tf, updated)]
 
