@@ -1,6 +1,6 @@
 """Benchmark: compat-rewrite on synthetic legacy modules of growing size, against LibCST's own floor.
 
-Run: `python benchmarks/rewrite_speed.py [--sizes=30,100,250,1000] [--repeats=3] [--real=FILE,...]`.
+Run: `python benchmarks/rewrite_speed.py [--sizes=30,100,250,1000] [--repeats=3] [--real=FILE,...] [--diff]`.
 
 Each module is generated deterministically (`legacy_module`): units of realistic legacy code, each with a
 `RegisterGradient` function and the `gradient_override_map` block using it, a built-in `"Identity"` override,
@@ -8,6 +8,7 @@ a per-call gradient-reversal registration (tf-dann's FlipGradientBuilder), `Defu
 `Defun(python_grad_func=...)`, a `Defun` with `shape_func` (left as a TODO) and plain model code (a layer class,
 a numpy initialiser), until the module reaches the size. For each size, alternating which runs first:
 - *app*: `compat-rewrite --format=json FILE` in a child process (`_measure`: wall and CPU seconds, peak RSS);
+  with `--diff`, `compat-rewrite FILE`, whose default output is a unified diff of the file;
 - *floor*: a child process that only reads the file, parses it with LibCST and resolves, once, the metadata the
   rewrite uses (`MetadataWrapper(..., unsafe_skip_copy=True).resolve_many([PositionProvider, ScopeProvider])`;
   the rewrite takes parents from its positions pass): what any LibCST codemod of that file costs at least.
@@ -15,10 +16,12 @@ Both start a Python interpreter; each one's start-up (on a one-line file, measur
 seconds per 100 KB. `--real` adds files measured the same way but not judged (default: the installed TensorFlow's
 `python/ops/math_grad.py`, 72 KB of real gradient code).
 
-Targets (median of the repeats): at every size of 100 KB or more, <= 1.0 s per 100 KB (app wall minus its
-start-up); linear time: the largest size's seconds per KB within 1.5x of the 100 KB module's; bounded memory: the
-app's peak RSS within 2x the floor's on the same file. Exit 0 when every target is met, 1 when one is missed,
-2 on a usage error. Each line carries the load average: on a shared machine, rerun when it is above the CPUs.
+Targets (median of the repeats; `--judged-from`, `--time-target`, `--linearity`, `--rss-ratio`): at every size
+of 100 KB or more, <= 1.0 s wall per 100 KB (net of the app's start-up); linear time: the largest module's CPU
+seconds per KB (net of start-up) within 1.5x of the ~100 KB module's (CPU time: on a loaded machine the waits
+inflate wall time, not the work); bounded memory: the app's peak RSS within 2x the floor's on the same file.
+Exit 0 when every target is met, 1 when one is missed, 2 on a usage error. Each line carries the load average:
+on a shared machine, rerun when it is above the CPUs.
 """
 
 from __future__ import annotations
@@ -174,13 +177,14 @@ wrapper.resolve_many([meta.PositionProvider, meta.ScopeProvider])
 """
 
 
-def run_app(path: Path) -> tuple[Measured, dict]:
-    """`compat-rewrite --format=json` on `path`: the measured run and its summary."""
-    measured = measure([sys.executable, "-m", "compat.apps.rewrite", "--format=json", str(path)],
-                       env={**os.environ, "PYTHONPATH": str(_ROOT)})
+def run_app(path: Path, diff: bool = False) -> tuple[Measured, dict]:
+    """`compat-rewrite --format=json` (or, with `diff`, the default unified diff) on `path`: the measured run and
+    its JSON summary (empty with `diff`)."""
+    measured = measure([sys.executable, "-m", "compat.apps.rewrite", "--format=text" if diff else "--format=json",
+                        str(path)], env={**os.environ, "PYTHONPATH": str(_ROOT)})
     if measured.returncode not in (0, 1):  # 1: changes proposed
         sys.exit(f"compat-rewrite failed (exit {measured.returncode}) on {path}:\n{measured.stderr[-2000:]}")
-    return measured, json.loads(measured.stdout)
+    return measured, {} if diff else json.loads(measured.stdout)
 
 
 def run_floor(path: Path) -> Measured:
@@ -212,6 +216,7 @@ class Case:
     label: str
     path: Path
     judged: bool
+    diff: bool = False
     apps: list[Measured] = dataclasses.field(default_factory=list)
     floors: list[Measured] = dataclasses.field(default_factory=list)
     summary: dict = dataclasses.field(default_factory=dict)
@@ -223,7 +228,7 @@ class Case:
     def run(self, app_first: bool) -> None:
         if not app_first:
             self.floors.append(run_floor(self.path))
-        app, report = run_app(self.path)
+        app, report = run_app(self.path, self.diff)
         self.apps.append(app)
         self.summary = report.get("summary", {})
         if app_first:
@@ -301,6 +306,8 @@ def main() -> int:
     parser.add_argument("--time-target", type=float, default=1.0, help="max seconds per 100 KB (net of start-up)")
     parser.add_argument("--linearity", type=float, default=1.5, help="max ratio of seconds per KB, largest / ~100 KB")
     parser.add_argument("--rss-ratio", type=float, default=2.0, help="max app peak RSS / floor peak RSS")
+    parser.add_argument("--diff", action="store_true", help="time compat-rewrite's default output, the unified "
+                        "diff, instead of --format=json")
     args = parser.parse_args()
     sizes = _parse_sizes(args.sizes, parser)
     if args.repeats < 1:
@@ -309,7 +316,8 @@ def main() -> int:
     for path in real:
         if not os.path.isfile(path):
             parser.error(f"--real: {path} is not a file")
-    print(f"sizes {sizes} KB, {args.repeats} repeats; {load_average()}", flush=True)
+    output = "the default unified diff" if args.diff else "--format=json"
+    print(f"sizes {sizes} KB, {args.repeats} repeats, compat-rewrite {output}; {load_average()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         start = Case("start-up (a one-line file)", Path(tmp) / "tiny.py", judged=False)
         start.path.write_text("x = 1\n")
@@ -317,8 +325,8 @@ def main() -> int:
         for kb in sizes:
             path = Path(tmp) / f"legacy_{kb}k.py"
             path.write_text(legacy_module(kb * 1000), encoding="utf-8")
-            cases.append(Case(f"{kb} KB module", path, judged=kb >= args.judged_from))
-        cases += [Case(Path(p).name, Path(p), judged=False) for p in real]
+            cases.append(Case(f"{kb} KB module", path, judged=kb >= args.judged_from, diff=args.diff))
+        cases += [Case(Path(p).name, Path(p), judged=False, diff=args.diff) for p in real]
         for repeat in range(args.repeats):
             for case in cases:
                 case.run(app_first=repeat % 2 == 0)
