@@ -182,7 +182,7 @@ def run_app(path: Path, diff: bool = False) -> tuple[Measured, dict]:
     its JSON summary (empty with `diff`)."""
     measured = measure([sys.executable, "-m", "compat.apps.rewrite", "--format=text" if diff else "--format=json",
                         str(path)], env={**os.environ, "PYTHONPATH": str(_ROOT)})
-    if measured.returncode not in (0, 1):  # 1: changes proposed
+    if measured.returncode not in (0, 1, 4):  # 1: changes proposed; 4: some sites left TODO (once main has it)
         sys.exit(f"compat-rewrite failed (exit {measured.returncode}) on {path}:\n{measured.stderr[-2000:]}")
     return measured, {} if diff else json.loads(measured.stdout)
 
