@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import keyword
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import cast
 
 import libcst as cst
@@ -72,6 +72,14 @@ def walk_tree(node: cst.CSTNode, skip_functions: bool = False) -> Iterator[cst.C
         stack.extend(reversed(current.children))
 
 
+class _Walk:
+    """`ctx.walk(node)`: every node under `node` (itself included) in source order, from the context's layout when
+    `node` is in its tree; `ModuleContext.walk(node)` (no context) works on any node, as `walk_tree`."""
+
+    def __get__(self, ctx: ModuleContext | None, owner: type | None = None) -> Callable[..., Iterator[cst.CSTNode]]:
+        return walk_tree if ctx is None else ctx._walk
+
+
 class ModuleContext:
     """The parsed module and everything the pattern analyses ask about it.
 
@@ -107,8 +115,9 @@ class ModuleContext:
         return self.wrapper.resolve(meta.ScopeProvider)
 
     # -- the tree ---------------------------------------------------------------------------------
-    def walk(self, node: cst.CSTNode, skip_functions: bool = False) -> Iterator[cst.CSTNode]:
-        """Every node under `node` (itself included), in source order."""
+    walk = _Walk()
+
+    def _walk(self, node: cst.CSTNode, skip_functions: bool = False) -> Iterator[cst.CSTNode]:
         start = self._start.get(node)  # nodes hash by identity
         if start is None:
             yield from walk_tree(node, skip_functions)

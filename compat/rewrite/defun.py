@@ -13,7 +13,7 @@ import functools
 import libcst as cst
 import libcst.metadata as meta
 
-from compat.rewrite.context import ModuleContext, walk_tree
+from compat.rewrite.context import ModuleContext
 from compat.rewrite.grad_body import (Refused, assigned_names, map_gradient_body, reads_outputs_differentiably,
                                       stateful_call)
 from compat.rewrite.names import local_fresh, names_in
@@ -230,7 +230,7 @@ def _strip_defun(updated: cst.CSTNode) -> list[cst.BaseStatement]:
 
 
 def _comments_in(node: cst.CSTNode) -> list[cst.Comment]:
-    return [n for n in walk_tree(node) if isinstance(n, cst.Comment)]
+    return [n for n in ModuleContext.walk(node) if isinstance(n, cst.Comment)]
 
 
 def _build_one(ctx: ModuleContext, site: DefunSite, tf: str, updated: cst.CSTNode) -> list[cst.BaseStatement]:

@@ -87,6 +87,7 @@ def test_a_node_outside_the_tree_is_walked_through_its_children() -> None:
     ctx = ModuleContext("x = 1\n")
     outside = cst.parse_expression("f(a, b)")
     assert list(ctx.walk(outside)) == list(walk_tree(outside))
+    assert list(ModuleContext.walk(outside)) == list(walk_tree(outside))  # without a context, as before
     assert ctx.children(outside) == list(outside.children)
 
 
