@@ -10,6 +10,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import tensorflow as tf
 
+from compat._exit_guard import ExitCalled
 from compat.results import Upstream, intern_array
 from compat.spec import GradientSpec
 
@@ -45,7 +46,8 @@ class ReturnedUpstreams:
                     "tensors the compiled function cannot return")
 
     def capture(self, probe: Probe, site: _Site, tensors: list[tf.Tensor]) -> Any:
-        if any(tensor.graph is not self.graph for tensor in tensors) or tf.compat.v1.get_default_graph() is not self.graph:
+        if (any(tensor.graph is not self.graph for tensor in tensors)
+                or tf.compat.v1.get_default_graph() is not self.graph):
             return None
         self.tensors += tensors
         self._pending.append((probe, site, len(tensors)))
@@ -101,6 +103,8 @@ def user_exception(exc: BaseException) -> bool:
 def describe_exception(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"SystemExit({exc.code!r}) (user code called sys.exit)"
+    if isinstance(exc, ExitCalled):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
 

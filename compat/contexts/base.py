@@ -41,6 +41,11 @@ class Case:
     before_run: Callable[[], None] = lambda: None
     variables: tuple[np.ndarray, ...] = ()
     probe: Probe | None = None
+    extra_sources: Callable[[Any], Sequence[Any]] | None = None
+    """Called once the loss is built, with a tape that recorded it (for `tf.gradients`, one that only watched
+    which variables were read): more tf.Variables to
+    differentiate with respect to, after the inputs and `variables` (those the forward created or read itself);
+    their gradients follow the inputs' in `Outcome.input_grads`, named in `Outcome.variable_names`."""
 
     @property
     def sources(self) -> tuple[np.ndarray, ...]:
@@ -69,20 +74,34 @@ class Outcome:
     note: str | None = None
     """Something the context observed that the cell's message must say (e.g. two ways of differentiating
     disagreed), or None."""
+    variable_names: tuple[str, ...] = ()
+    """The names of the `Case.extra_sources` variables whose gradients end `input_grads`, in that order."""
 
 
-def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcome:
+@dataclasses.dataclass(frozen=True)
+class VariableSource:
+    """A tf.Variable the forward created or read (`Case.extra_sources`), as the outcome reports it."""
+
+    name: str
+    shape: tuple[int, ...]
+
+
+def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray],
+                  variables: Sequence[VariableSource] = ()) -> Outcome:
     """An Outcome from computed gradients (eager tensors, Session values, IndexedSlices or None): each as
-    a dense numpy array, with its form (`none`, `dense`, `indexed_slices`) kept apart."""
+    a dense numpy array, with its form (`none`, `dense`, `indexed_slices`) kept apart. The gradients of
+    `variables` (extra sources) follow those of `sources`."""
     arrays: list[np.ndarray | None] = []
     kinds: list[str] = []
-    for grad, source in zip(grads, sources, strict=True):
+    shapes = [*(source.shape for source in sources), *(variable.shape for variable in variables)]
+    for grad, shape in zip(grads, shapes, strict=True):
         if grad is None:
             arrays.append(None)
             kinds.append("none")
         elif hasattr(grad, "indices"):  # tf.IndexedSlices or a Session's IndexedSlicesValue
             values, indices = np.asarray(grad.values), np.asarray(grad.indices)
-            shape = source.shape if grad.dense_shape is None else tuple(int(d) for d in np.asarray(grad.dense_shape))
+            if grad.dense_shape is not None:
+                shape = tuple(int(d) for d in np.asarray(grad.dense_shape))
             dense = np.zeros(shape, dtype=values.dtype)
             np.add.at(dense, indices, values)
             arrays.append(intern_array(dense))
@@ -90,7 +109,8 @@ def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray]) -> Outcom
         else:
             arrays.append(intern_array(np.asarray(grad.numpy() if hasattr(grad, "numpy") else grad)))
             kinds.append("dense")
-    return Outcome(input_grads=tuple(arrays), input_grad_kinds=tuple(kinds))
+    return Outcome(input_grads=tuple(arrays), input_grad_kinds=tuple(kinds),
+                   variable_names=tuple(variable.name for variable in variables))
 
 
 class Context(abc.ABC):
@@ -153,22 +173,45 @@ def _target_and_grad_ys(case: Case, sources: Sequence[Any]) -> tuple[Any, Any]:
 @dataclasses.dataclass(frozen=True)
 class Gradients:
     """The input gradients a case reports, plus `anchors`: first-order gradients of a second-order case,
-    which a Session must also run, since the second-order gradient need not depend on them."""
+    which a Session must also run, since the second-order gradient need not depend on them. The gradients of
+    `variables` (the case's extra sources) follow the inputs'."""
 
     grads: list[Any]
     anchors: list[Any] = dataclasses.field(default_factory=list)
+    variables: tuple[VariableSource, ...] = ()
+
+
+def _extra_sources(case: Case, tape: Any) -> list[Any]:
+    """The case's extra sources (variables the forward created or read), each once, in a stable order."""
+    if case.extra_sources is None:
+        return []
+    unique: dict[int, Any] = {}
+    for variable in case.extra_sources(tape):
+        unique.setdefault(id(variable), variable)
+    return list(unique.values())
+
+
+def _described(variables: Sequence[Any]) -> tuple[VariableSource, ...]:
+    return tuple(VariableSource(variable.name, tuple(variable.shape.as_list())) for variable in variables)
 
 
 def symbolic_gradients(case: Case, inputs: Sequence[Any], gradients: Callable[..., list[Any]]) -> Gradients:
-    """Gradients for `inputs` (tensors, then tf.Variables) with a `tf.gradients`-style function (v1 or v2),
-    first or second order."""
-    target, grad_ys = _target_and_grad_ys(case, inputs)
-    grads = gradients(target, list(inputs), grad_ys=grad_ys)
+    """Gradients for `inputs` (tensors, then tf.Variables) and the case's extra sources with a
+    `tf.gradients`-style function (v1 or v2), first or second order."""
+    if case.extra_sources is None:
+        target, grad_ys = _target_and_grad_ys(case, inputs)
+        extra = []
+    else:  # a tape that only watches which variables the forward reads
+        with tf.GradientTape(watch_accessed_variables=True) as watcher:
+            target, grad_ys = _target_and_grad_ys(case, inputs)
+        extra = _extra_sources(case, watcher)
+    sources = [*inputs, *extra]
+    grads = gradients(target, sources, grad_ys=grad_ys)
     if case.downstream.order == 1:
-        return Gradients(list(grads))
+        return Gradients(list(grads), variables=_described(extra))
     total = _second_order_target(grads)
-    second = [None] * len(inputs) if total is None else gradients(total, list(inputs))
-    return Gradients(list(second), anchors=[densify(g) for g in grads if g is not None])
+    second = [None] * len(sources) if total is None else gradients(total, sources)
+    return Gradients(list(second), anchors=[densify(g) for g in grads if g is not None], variables=_described(extra))
 
 
 def tf_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
@@ -177,8 +220,8 @@ def tf_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
 
 
 def tape_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
-    """Gradients for `inputs` (tensors, then tf.Variables) with tf.GradientTape (nested tapes for second
-    order), in any mode."""
+    """Gradients for `inputs` (tensors, then tf.Variables) and the case's extra sources with tf.GradientTape
+    (nested tapes for second order), in any mode."""
     second_order = case.downstream.order == 2
     outer: Any = tf.GradientTape() if second_order else contextlib.nullcontext()
     with outer as outer_tape:
@@ -187,9 +230,11 @@ def tape_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
         with tf.GradientTape() as tape:
             tape.watch(list(inputs))
             target, grad_ys = _target_and_grad_ys(case, inputs)
-        grads = tape.gradient(target, list(inputs), output_gradients=grad_ys)
+        sources = [*inputs, *_extra_sources(case, tape)]
+        variables = _described(sources[len(inputs):])
+        grads = tape.gradient(target, sources, output_gradients=grad_ys)
         if not second_order:
-            return Gradients(list(grads))
+            return Gradients(list(grads), variables=variables)
         total = _second_order_target(grads)
-    second = [None] * len(inputs) if total is None else outer_tape.gradient(total, list(inputs))
-    return Gradients(list(second), anchors=[densify(g) for g in grads if g is not None])
+    second = [None] * len(sources) if total is None else outer_tape.gradient(total, sources)
+    return Gradients(list(second), anchors=[densify(g) for g in grads if g is not None], variables=variables)

@@ -22,10 +22,10 @@ class EagerTape(Context):
         case.before_run()
         try:
             sources = [*(tf.constant(value) for value in case.inputs), *(tf.Variable(v) for v in case.variables)]
-            grads = tape_gradients(case, sources).grads
+            computed = tape_gradients(case, sources)
         except Exception as exc:  # noqa: BLE001 - eager builds and runs at once; the error's type tells which.
             return Outcome(error=exc, phase="build" if _is_unsupported(exc) else "run")
-        return grads_outcome(grads, case.sources)
+        return grads_outcome(computed.grads, case.sources, computed.variables)
 
 
 def _is_unsupported(exc: BaseException) -> bool:

@@ -71,6 +71,7 @@ class FunctionContext(Context):
         variables = {index: [tf.Variable(value) for value in cases[index].variables] for index in indices}
 
         stashes: dict[int, ReturnedUpstreams] = {}
+        traced: dict[int, Gradients] = {}
 
         def body(*flat_inputs):
             graph = tf.compat.v1.get_default_graph()
@@ -81,7 +82,8 @@ class FunctionContext(Context):
                 position += len(inputs)
                 with returning_upstreams(graph) if self.returns_upstreams else contextlib.nullcontext() as stash:
                     try:
-                        results[str(index)] = gradients(cases[index], [*inputs, *variables[index]]).grads
+                        traced[index] = gradients(cases[index], [*inputs, *variables[index]])
+                        results[str(index)] = traced[index].grads
                     except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
                         outcomes[index] = Outcome(error=exc, phase="build")
                         continue
@@ -109,7 +111,7 @@ class FunctionContext(Context):
         for index in built:
             if index in stashes:
                 stashes[index].deliver(values["upstreams"][str(index)])
-            outcomes[index] = grads_outcome(values["grads"][str(index)], cases[index].sources)
+            outcomes[index] = grads_outcome(values["grads"][str(index)], cases[index].sources, traced[index].variables)
         return outcomes, []
 
 

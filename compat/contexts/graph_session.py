@@ -28,9 +28,11 @@ class GraphSessionContext(Context):
 
     gradients: GradientsFn
 
-    def run(self, cases: Sequence[Case]) -> list[Outcome]:
+    def run(self, cases: Sequence[Case], graph: tf.Graph | None = None) -> list[Outcome]:
+        """`graph`: build in this graph instead of a fresh one (code whose import built ops in the default graph
+        runs in it, as its program would)."""
         outcomes: list[Outcome | None] = [None] * len(cases)
-        graph = tf.Graph()
+        graph = tf.Graph() if graph is None else graph
         built: dict[int, tuple[Gradients, dict[Any, Any]]] = {}
         with graph.as_default():
             for index, case in enumerate(cases):
@@ -81,7 +83,7 @@ def _run_together(session: tf.compat.v1.Session, cases: Sequence[Case],
         values = session.run({index: _fetchable(grads) for index, (grads, _) in built.items()}, feed_dict=feed)
     except Exception:  # noqa: BLE001 - retried case by case to attribute the failure.
         return None
-    return {index: grads_outcome(_unflatten(grads, values[index]), cases[index].sources)
+    return {index: grads_outcome(_unflatten(grads, values[index]), cases[index].sources, grads.variables)
             for index, (grads, _) in built.items()}
 
 
@@ -89,7 +91,7 @@ def _run_alone(session: tf.compat.v1.Session, case: Case, grads: Gradients, feed
     case.before_run()
     try:
         values = _unflatten(grads, session.run(_fetchable(grads), feed_dict=feed))
-        return grads_outcome(values, case.sources)
+        return grads_outcome(values, case.sources, grads.variables)
     except Exception as exc:  # noqa: BLE001
         return Outcome(error=exc, phase="run")
 

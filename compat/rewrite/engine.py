@@ -10,6 +10,8 @@ from compat.audit.suggestions import snake
 from compat.rewrite import builtin_gradients, cleanup
 from compat.rewrite.context import ModuleContext
 from compat.rewrite.defun import find_defuns, plan_defuns
+from compat.rewrite.names import local_names
+from compat.rewrite.newlines import keep_final_newlines
 from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, stray_map_calls
 from compat.rewrite.partial import apply_plan, plan_node_ids
 from compat.rewrite.plan import CallEdit, Plan
@@ -44,7 +46,7 @@ def rewrite_source(text: str, path: str = "<string>") -> SourceResult:
         plan.add_tf_import = False
     new = apply_plan(ctx.module, plan, ctx.path_ids_to(plan_node_ids(plan)))
     code = cleanup.tidy(new, ctx, plan)
-    return SourceResult(code, tuple(plan.sites))
+    return SourceResult(keep_final_newlines(text, code), tuple(plan.sites))
 
 
 def _plan_overrides(ctx: ModuleContext, plan: Plan) -> None:
@@ -124,17 +126,19 @@ def _builtin_helper(ctx: ModuleContext, plan: Plan, use: OverrideUse) -> str:
     gradient = builtin_gradients.lookup(str(use.gradient))
     assert gradient is not None
     name = ctx.fresh(f"_{snake(use.op_type)}_with_{snake(str(use.gradient))}_grad")
-    args = [cst.Arg(cst.Name("x")) if i == use.tensor_args[0] or a.keyword is not None and
-            a.keyword.value == use.tensor_args[0] else a for i, a in enumerate(use.call.args)]
+    # The helper's locals never hide a name the op call reads besides its tensor (`name=y`, y imported).
+    x, y, grad, dy = local_names(("x", "y", "grad", "dy"), use.other_names())
+    tensor = use.tensor_positions()
+    args = [cst.Arg(cst.Name(x)) if i in tensor else a for i, a in enumerate(use.call.args)]
     forward = ctx.module.code_for_node(use.call.with_changes(args=args))
     entry = f'"{use.op_type}": {use.shown}'
     source = (f"# Rewritten by gradcompat from gradient_override_map({{{entry}}}).\n"
               f"@{plan.tf_alias}.custom_gradient\n"
-              f"def {name}(x):\n"
-              f"    y = {forward}\n\n"
-              f"    def grad(dy):\n"
-              f"        return {gradient.expression('dy')}\n\n"
-              f"    return y, grad\n")
+              f"def {name}({x}):\n"
+              f"    {y} = {forward}\n\n"
+              f"    def {grad}({dy}):\n"
+              f"        return {gradient.expression(dy)}\n\n"
+              f"    return {y}, {grad}\n")
     plan.helpers.append(cst.parse_statement(source, config=ctx.module.config_for_parsing))
     helpers[key] = name
     return name

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from compat.checker import Difference, DifferenceKind, _compare_arrays, _compare_upstream
 from compat.verify._report import VerifyCell
-from compat.verify._results import FORWARD, ORIGINAL_CONTEXT, Calls, SideResult
+from compat.verify._results import FORWARD, ORIGINAL_CONTEXT, Attempt, Calls, SideResult
 
 
-def compare_sides(original: SideResult, rewritten: SideResult, entries: Sequence[str],
-                  contexts: Sequence[str]) -> tuple[VerifyCell, ...]:
-    """One cell per entry × ("forward", *scenarios) × context, the original in a v1 Session as reference."""
+def compare_sides(original: SideResult, rewritten: SideResult, entries: Sequence[str], contexts: Sequence[str],
+                  requested: Sequence[str] | None = None) -> tuple[VerifyCell, ...]:
+    """One cell per entry × ("forward", *scenarios) × context, the original in a v1 Session as reference; the
+    forward row only when `requested` (the scenarios asked for; None: all) names it or is None."""
     scenarios = original.scenarios or rewritten.scenarios
+    rows = (FORWARD, *scenarios) if requested is None or FORWARD in requested else scenarios
     cells = []
     for entry in entries:
-        for scenario in (FORWARD, *scenarios):
+        for scenario in rows:
             for context in contexts:
                 cells.append(_cell(original, rewritten, entry, scenario, context))
     return tuple(cells)
@@ -29,6 +31,12 @@ def _side_problem(side: SideResult, entry: str, name: str) -> str:
     if entry in side.entry_errors:
         return f"the {name} entry failed: {side.entry_errors[entry]}"
     return ""
+
+
+def _exception_type(message: str) -> str:
+    """`ValueError` of "while running: ValueError: ..." (an attempt's message), for comparing two failures."""
+    text = message.split(": ", 1)[1] if message.startswith(("while building: ", "while running: ")) else message
+    return text.split(":", 1)[0].strip()
 
 
 def _cell(original: SideResult, rewritten: SideResult, entry: str, scenario: str, context: str) -> VerifyCell:
@@ -48,21 +56,42 @@ def _cell(original: SideResult, rewritten: SideResult, entry: str, scenario: str
     if reference.status == "skipped":
         return cell("skipped", reference.message)
     if reference.status == "error":
-        ran = "runs" if mine.status == "ok" else "fails too"
-        if scenario == FORWARD:
-            return cell("error", f"the original fails in a v1 Session ({reference.message}); the rewrite {ran}")
-        return cell("unsupported", f"the original cannot run this scenario in a v1 Session "
-                                   f"({reference.message}); the rewrite {ran}")
+        return _original_failed(cell, scenario, reference, mine)
     if mine.status != "ok":
         kind: DifferenceKind = "error" if mine.status == "error" else "unsupported"
         what = "skipped it" if mine.status == "skipped" else "failed"
         return cell("differs", f"the rewrite {what} where the original ran",
                     (Difference(kind, "status", mine.message),))
-    where = "output" if scenario == FORWARD else "input_grad"
-    differences = tuple(_compare_values(where, mine.values, reference.values))
+    if scenario == FORWARD:
+        differences = tuple(_compare_values("output", mine.values, reference.values))
+    else:
+        differences = tuple(_compare_gradients(mine, reference))
     status = "differs" if any(d.breaking for d in differences) else "same"
+    random = status == "differs" and "random" in original.notes.get(entry, "")
+    note = f"values differ, and the original's forward is random (see the note on `{entry}`)" if random else ""
     upstream = ("", ()) if scenario == FORWARD else compare_calls(mine.calls, reference.calls)
-    return cell(status, "", differences, upstream)
+    return cell(status, note, differences, upstream)
+
+
+def _original_failed(cell: Callable[..., VerifyCell], scenario: str, reference: Attempt,
+                     mine: Attempt) -> VerifyCell:
+    """A cell whose original failed: TensorFlow refusing the combination is `unsupported` (nothing to compare);
+    any other failure is a behaviour the rewrite must keep: `differs` if the rewrite runs."""
+    ran = "runs" if mine.status == "ok" else f"fails too ({mine.message})"
+    if reference.died:
+        return cell("error", f"the original could not be run here ({reference.message}); the rewrite {ran}")
+    if reference.refused:
+        return cell("unsupported", f"TensorFlow refuses this for the original in a v1 Session ({reference.message});"
+                                   f" the rewrite {ran}")
+    if scenario == FORWARD:
+        return cell("error", f"the original fails in a v1 Session ({reference.message}); the rewrite {ran}: "
+                             f"nothing to compare the rewrite with")
+    if mine.status == "error" and not mine.died and _exception_type(mine.message) == _exception_type(reference.message):
+        return cell("unsupported", f"both fail the same way: the original ({reference.message}); the rewrite "
+                                   f"({mine.message})")
+    what = "runs where the original fails" if mine.status == "ok" else f"fails differently ({mine.message})"
+    return cell("differs", f"the original fails in a v1 Session ({reference.message}); the rewrite {what}",
+                (Difference("error", "status", f"the original raises: {reference.message}"),))
 
 
 def _compare_values(where: str, mine: Sequence[np.ndarray | None],
@@ -73,6 +102,53 @@ def _compare_values(where: str, mine: Sequence[np.ndarray | None],
     for index, (a, b) in enumerate(zip(mine, theirs, strict=False)):
         differences += [_named(d) for d in _compare_arrays(f"{where}[{index}]", a, b)]
     return differences
+
+
+def _compare_gradients(mine: Attempt, theirs: Attempt) -> list[Difference]:
+    """The inputs' gradients by position, then the variables' matched by name (`W:0`), else in order of shape."""
+    inputs = len(mine.values) - len(mine.variable_names)
+    differences = _compare_values("input_grad", mine.values[:inputs],
+                                  theirs.values[:len(theirs.values) - len(theirs.variable_names)])
+    for name, (a, b) in _matched_variables(mine, theirs).items():
+        if a is None and b is None:
+            continue
+        if a is None or b is None:
+            side = "the rewrite" if a is None else "the original"
+            differences.append(Difference("count", f"variable_grad[{name}]", f"{side} has no variable `{name}` "
+                                                                             f"(or it gets no gradient there)"))
+            continue
+        differences += [_named(d) for d in _compare_arrays(f"variable_grad[{name}]", a, b)]
+    return differences
+
+
+def _variables(attempt: Attempt) -> list[tuple[str, np.ndarray | None]]:
+    values = attempt.values[len(attempt.values) - len(attempt.variable_names):]
+    return list(zip(attempt.variable_names, values, strict=True))
+
+
+def _matched_variables(mine: Attempt, theirs: Attempt) -> dict[str, tuple[np.ndarray | None, np.ndarray | None]]:
+    """Variable name -> (rewrite's gradient, original's); names that match exactly first, then the rest paired in
+    order among variables of the same shape (a rename must not hide a gradient)."""
+    left, right = _variables(mine), _variables(theirs)
+    matched: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
+    for same_name in (True, False):
+        unmatched = []
+        for name, value in right:
+            index = next((i for i, (other, grad) in enumerate(left)
+                          if (other == name if same_name else _shape(grad) == _shape(value))), None)
+            if index is None:
+                unmatched.append((name, value))
+                continue
+            other, grad = left.pop(index)
+            matched[name if other == name else f"{other} ~ {name}"] = (grad, value)
+        right = unmatched
+    matched.update({name: (None, value) for name, value in right})
+    matched.update({name: (value, None) for name, value in left})
+    return matched
+
+
+def _shape(value: np.ndarray | None) -> tuple[int, ...] | None:
+    return None if value is None else tuple(value.shape)
 
 
 def _named(difference: Difference) -> Difference:

@@ -59,7 +59,15 @@ def _difference_json(difference: Difference) -> dict[str, Any]:
 class VerifyReport:
     """The proof (or not) that a rewritten module computes what the original did.
 
-    `ok` is true when every cell is `same`, `skipped` or `unsupported`, and there is at least one cell.
+    `ok` (EQUIVALENT) holds when no cell `differs` or is an `error`, every entry's forward and at least one of
+    its gradient scenarios were compared (`same`) in every context, and nothing the original holds was left
+    unverified (`not_verified`: functions whose inputs could not be inferred, methods, module-level code).
+    `skipped` cells (the scenario does not apply) and `unsupported` ones (TensorFlow refuses the scenario for
+    the original) are not compared, and the summary says how many there are.
+
+    Attributes:
+      notes: entry -> what a reader must know (how its inputs were inferred; that its forward is random).
+      not_verified: place -> why it was not verified and what to declare so that it is.
     """
 
     original: str
@@ -70,10 +78,30 @@ class VerifyReport:
     cells: tuple[VerifyCell, ...]
     tensorflow: str = ""
     elapsed_s: float = 0.0
+    notes: dict[str, str] = dataclasses.field(default_factory=dict)
+    not_verified: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return bool(self.cells) and all(cell.status in _PASSING for cell in self.cells)
+        return (bool(self.cells) and all(cell.status in _PASSING for cell in self.cells) and not self.not_verified
+                and not self.uncompared())
+
+    def uncompared(self) -> tuple[str, ...]:
+        """"`entry` in `context`: ..." for each entry and context whose forward or every gradient scenario went
+        uncompared: a proof needs both."""
+        missing = []
+        for entry in self.entries:
+            for context in self.contexts:
+                cells = [c for c in self.cells if (c.entry, c.context) == (entry, context)]
+                if any(c.status in ("differs", "error") for c in cells):
+                    continue  # the failing cells say more
+                rows = {c.scenario for c in cells}
+                if "forward" in rows and not any(c.scenario == "forward" and c.status == "same" for c in cells):
+                    missing.append(f"`{entry}` in {context}: its outputs were not compared")
+                elif rows - {"forward"} and not any(c.scenario != "forward" and c.status == "same" for c in cells):
+                    missing.append(f"`{entry}` in {context}: no gradient was compared (every scenario was skipped "
+                                   f"or unsupported)")
+        return tuple(missing)
 
     @property
     def failures(self) -> tuple[VerifyCell, ...]:
@@ -88,7 +116,8 @@ class VerifyReport:
             if (cell.entry, cell.scenario, cell.context) == (entry, scenario, context):
                 return cell
         raise KeyError(f"no cell for entry `{entry}`, scenario `{scenario}`, context `{context}`; entries "
-                       f"{list(self.entries)}, scenarios {['forward', *self.scenarios]}, contexts {list(self.contexts)}")
+                       f"{list(self.entries)}, scenarios {['forward', *self.scenarios]}, contexts "
+                       f"{list(self.contexts)}")
 
     def to_json(self) -> dict[str, Any]:
         from compat._version import __version__
@@ -99,15 +128,32 @@ class VerifyReport:
                 "reference": "the original module in a tf.compat.v1 Session",
                 "tolerances": {name: dataclasses.asdict(t) for name, t in TOLERANCES.items()},
                 "entries": list(self.entries), "scenarios": list(self.scenarios), "contexts": list(self.contexts),
-                "summary": self.counts(), "elapsed_s": round(self.elapsed_s, 3),
-                "cells": [cell.to_json() for cell in self.cells]}
+                "summary": self.counts(), "compared": self.counts()["same"], "cell_count": len(self.cells),
+                "uncompared": list(self.uncompared()), "notes": self.notes, "not_verified": self.not_verified,
+                "elapsed_s": round(self.elapsed_s, 3), "cells": [cell.to_json() for cell in self.cells]}
+
+    def summary(self) -> str:
+        """"EQUIVALENT: 30 of 34 cells compared, all the same; 4 skipped (...)" or why not."""
+        counts = self.counts()
+        verdict = "EQUIVALENT" if self.ok else "NOT PROVEN EQUIVALENT"
+        parts = [f"{counts['same']} of {len(self.cells)} cells compared and the same"]
+        parts += [f"{counts[status]} {status}" for status in ("differs", "error") if counts[status]]
+        if counts["skipped"]:
+            parts.append(f"{counts['skipped']} skipped (the scenario does not apply)")
+        if counts["unsupported"]:
+            parts.append(f"{counts['unsupported']} unsupported (TensorFlow refuses them for the original, or both "
+                         f"sides fail alike: not compared)")
+        if self.not_verified:
+            parts.append(f"{len(self.not_verified)} place(s) not verified")
+        return f"{verdict}: " + "; ".join(parts)
 
     def render_text(self) -> str:
-        counts = ", ".join(f"{n} {status}" for status, n in self.counts().items() if n)
-        verdict = "EQUIVALENT" if self.ok else "NOT PROVEN EQUIVALENT"
         lines = [f"compat.verify: {self.rewritten} against {self.original} (TensorFlow {self.tensorflow or '?'}): "
-                 f"{verdict} ({counts or 'no cells'})",
+                 f"{self.summary()}",
                  "reference: the original in a tf.compat.v1 Session; tolerances per dtype as in compat-check"]
+        lines += [f"not compared: {text}" for text in self.uncompared()]
+        lines += [f"not verified: {place}: {why}" for place, why in self.not_verified.items()]
+        lines += [f"note: `{entry}`: {note}" for entry, note in self.notes.items()]
         width = max([len("scenario"), len("forward"), *(len(s) for s in self.scenarios)]) + 2
         for entry in self.entries:
             lines += ["", f"entry `{entry}`", "  " + "scenario".ljust(width)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from compat.results import Upstream
+from compat.verify._entries import Constant, InputSpec
 
 FORWARD = "forward"
 """The pseudo-scenario holding an entry's forward outputs (the scenarios hold its input gradients)."""
@@ -23,22 +24,30 @@ Calls = tuple[tuple[Upstream, ...], ...]
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Attempt:
-    """One computation of an entry in one context: its forward outputs, or its input gradients in a scenario.
+    """One computation of an entry in one context: its forward outputs, or its gradients in a scenario.
 
-    `calls` holds, per run of an instrumented gradient function, the upstreams it received; None when no
-    gradient function of this side could be instrumented (then the upstream is not observable).
+    `values` are the forward outputs, or the gradients of the inputs followed by those of the tf.Variables the
+    entry created or read, named in `variable_names`. `calls` holds, per run of an instrumented gradient
+    function, the upstreams it received; None when no gradient function of this side could be instrumented
+    (then the upstream is not observable). `refused` is set when TensorFlow refused the combination (no
+    gradient defined, not implemented) rather than the code failing; `died` when the process computing it died.
     """
 
     status: AttemptStatus
     message: str = ""
     values: tuple[np.ndarray | None, ...] = ()
     calls: Calls | None = None
+    variable_names: tuple[str, ...] = ()
+    refused: bool = False
+    died: bool = False
+    """The process computing it died (a TensorFlow abort, os._exit): nothing can be said of this cell."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SideResult:
     """Everything one side computed. `error` is set when the side failed as a whole (import, crash, timeout);
-    `entry_errors` when one entry could not be built at all; `attempts[(entry, context, scenario)]`."""
+    `entry_errors` when one entry could not be built at all; `attempts[(entry, context, scenario)]`;
+    `notes[entry]`: what the reader of a cell must know (e.g. the forward is random)."""
 
     side: str
     error: str = ""
@@ -46,10 +55,14 @@ class SideResult:
     scenarios: tuple[str, ...] = ()
     entry_errors: dict[str, str] = dataclasses.field(default_factory=dict)
     attempts: dict[tuple[str, str, str], Attempt] = dataclasses.field(default_factory=dict)
+    notes: dict[str, str] = dataclasses.field(default_factory=dict)
+    split: bool = False
+    """Set by a unit whose module built ops in the default graph while imported: its scenarios must each run
+    in a process of their own, in that graph, as the program would."""
 
 
-def result_paths(directory: str, side: str) -> tuple[str, str]:
-    return os.path.join(directory, f"{side}.json"), os.path.join(directory, f"{side}.npz")
+def result_paths(directory: str, stem: str) -> tuple[str, str]:
+    return os.path.join(directory, f"{stem}.json"), os.path.join(directory, f"{stem}.npz")
 
 
 class _Arrays:
@@ -77,37 +90,32 @@ class _Arrays:
             value = value.astype(ml_dtypes.bfloat16)
         return value
 
-    def need(self, ref: dict[str, str] | None) -> np.ndarray:
-        value = self.get(ref)
-        if value is None:
-            raise ValueError("job.json names no array for an input; the parent writes one per input")
-        return value
-
 
 def _savez(path: str, arrays: dict[str, np.ndarray]) -> None:
     np.savez(path, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds after the positional bool
 
 
-def write_side(result: SideResult, directory: str) -> None:
-    """Write `result` as <side>.npz then <side>.json (last, atomically: its presence means complete)."""
+def write_side(result: SideResult, directory: str, stem: str | None = None) -> None:
+    """Write `result` as <stem>.npz then <stem>.json (last, atomically: its presence means complete); the stem
+    is the side's name unless given."""
     arrays = _Arrays()
     attempts = [{"entry": entry, "context": context, "scenario": scenario, "status": attempt.status,
                  "message": attempt.message, "values": [arrays.put(v) for v in attempt.values],
+                 "variable_names": list(attempt.variable_names), "refused": attempt.refused, "died": attempt.died,
                  "calls": None if attempt.calls is None else [[_upstream_doc(u, arrays) for u in call]
                                                                for call in attempt.calls]}
                 for (entry, context, scenario), attempt in result.attempts.items()]
-    json_path, npz_path = result_paths(directory, result.side)
+    json_path, npz_path = result_paths(directory, stem or result.side)
     _savez(npz_path, arrays.arrays)
     document = {"side": result.side, "error": result.error, "tensorflow": result.tensorflow,
-                "scenarios": list(result.scenarios), "entry_errors": result.entry_errors, "attempts": attempts}
-    with open(json_path + ".tmp", "w", encoding="utf-8") as handle:
-        json.dump(document, handle)
-    os.replace(json_path + ".tmp", json_path)
+                "scenarios": list(result.scenarios), "entry_errors": result.entry_errors, "attempts": attempts,
+                "notes": result.notes, "split": result.split}
+    _write_json(json_path, document)
 
 
-def read_side(directory: str, side: str) -> SideResult | None:
-    """The result a child wrote, or None when it wrote none (it crashed or was killed first)."""
-    json_path, npz_path = result_paths(directory, side)
+def read_side(directory: str, stem: str) -> SideResult | None:
+    """The result a child wrote as <stem>, or None when it wrote none (it crashed or was killed first)."""
+    json_path, npz_path = result_paths(directory, stem)
     if not os.path.exists(json_path):
         return None
     with open(json_path, encoding="utf-8") as handle:
@@ -116,12 +124,13 @@ def read_side(directory: str, side: str) -> SideResult | None:
         arrays = _Arrays(stored)
         attempts = {(a["entry"], a["context"], a["scenario"]): Attempt(
             status=a["status"], message=a["message"], values=tuple(arrays.get(v) for v in a["values"]),
+            variable_names=tuple(a["variable_names"]), refused=a["refused"], died=a["died"],
             calls=None if a["calls"] is None else tuple(tuple(_upstream(u, arrays) for u in call)
                                                         for call in a["calls"]))
             for a in document["attempts"]}
     return SideResult(side=document["side"], error=document["error"], tensorflow=document["tensorflow"],
                       scenarios=tuple(document["scenarios"]), entry_errors=document["entry_errors"],
-                      attempts=attempts)
+                      attempts=attempts, notes=document["notes"], split=document["split"])
 
 
 def _upstream_doc(upstream: Upstream, arrays: _Arrays) -> dict[str, Any]:
@@ -138,32 +147,88 @@ def _upstream(doc: dict[str, Any], arrays: _Arrays) -> Upstream:
                     dense_shape=None if doc["dense_shape"] is None else tuple(doc["dense_shape"]))
 
 
+PlannedInput = tuple[str, "list[int] | None"] | Constant
+"""(dtype name, shape) of a tensor argument, a shape of None to be inferred by the original side (see
+`Job.entries`); or a Constant argument."""
+
+
+def _input_doc(item: PlannedInput) -> Any:
+    return {"constant": item.value} if isinstance(item, Constant) else [item[0], item[1]]
+
+
+def _input_of(doc: Any) -> Any:
+    if isinstance(doc, dict):
+        return Constant(doc["constant"])
+    return doc[0], None if doc[1] is None else list(doc[1])
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Job:
-    """What the parent asks of both children: the entries, their inputs, the scenarios and the contexts."""
+    """What the parent asks of both children: the entries, the scenarios and the contexts.
 
-    entries: dict[str, list[tuple[str, list[int]]]]
-    inputs: dict[str, tuple[np.ndarray, ...]]
+    `entries[name]` is one (dtype, shape) per input; a shape of None means "infer it": the original side tries
+    a small shape of each rank and writes what it chose into resolved.json, which the rewritten side reads.
+    `origins[name]` says where the entry came from (declared, --entries, inferred from a Defun ...).
+    """
+
+    entries: dict[str, list[PlannedInput]]
     scenarios: tuple[str, ...] | None
     contexts: tuple[str, ...]
+    origins: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def needs_inference(self) -> bool:
+        return any(isinstance(item, tuple) and item[1] is None for inputs in self.entries.values() for item in inputs)
 
 
 def write_job(job: Job, directory: str) -> None:
-    arrays = _Arrays()
-    inputs = {entry: [arrays.put(value) for value in values] for entry, values in job.inputs.items()}
-    _savez(os.path.join(directory, "inputs.npz"), arrays.arrays)
-    document = {"entries": job.entries, "inputs": inputs, "contexts": list(job.contexts),
+    entries = {name: [_input_doc(item) for item in inputs] for name, inputs in job.entries.items()}
+    document = {"entries": entries, "origins": job.origins, "contexts": list(job.contexts),
                 "scenarios": None if job.scenarios is None else list(job.scenarios)}
-    with open(os.path.join(directory, "job.json"), "w", encoding="utf-8") as handle:
-        json.dump(document, handle)
+    _write_json(os.path.join(directory, "job.json"), document)
 
 
 def read_job(directory: str) -> Job:
     with open(os.path.join(directory, "job.json"), encoding="utf-8") as handle:
         document = json.load(handle)
-    with np.load(os.path.join(directory, "inputs.npz"), allow_pickle=False) as stored:
-        arrays = _Arrays(stored)
-        inputs = {entry: tuple(arrays.need(ref) for ref in refs) for entry, refs in document["inputs"].items()}
-    entries = {name: [(dtype, list(shape)) for dtype, shape in spec] for name, spec in document["entries"].items()}
+    entries = {name: [_input_of(item) for item in inputs] for name, inputs in document["entries"].items()}
     scenarios = document["scenarios"]
-    return Job(entries=entries, inputs=inputs, scenarios=None if scenarios is None else tuple(scenarios), contexts=tuple(document["contexts"]))
+    return Job(entries=entries, scenarios=None if scenarios is None else tuple(scenarios),
+               contexts=tuple(document["contexts"]), origins=document["origins"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    """The entries with every shape known (`inputs`), how each was chosen (`notes`), and the entries whose
+    inputs could not be inferred (`unresolved`: name -> why, and what to declare instead)."""
+
+    inputs: dict[str, list[InputSpec]]
+    notes: dict[str, str] = dataclasses.field(default_factory=dict)
+    unresolved: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+RESOLVED_FILE = "resolved.json"
+
+
+def write_resolved(resolved: Resolved, directory: str) -> None:
+    inputs = {name: [_input_doc(item) for item in spec] for name, spec in resolved.inputs.items()}
+    document = {"inputs": inputs, "notes": resolved.notes, "unresolved": resolved.unresolved}
+    _write_json(os.path.join(directory, RESOLVED_FILE), document)
+
+
+def read_resolved(directory: str) -> Resolved | None:
+    """The resolved entries, or None when they are not written (yet)."""
+    try:
+        with open(os.path.join(directory, RESOLVED_FILE), encoding="utf-8") as handle:
+            document = json.load(handle)
+    except FileNotFoundError:
+        return None
+    inputs = {name: [_input_of(item) for item in spec] for name, spec in document["inputs"].items()}
+    return Resolved(inputs, document["notes"], document["unresolved"])
+
+
+def _write_json(path: str, document: Any) -> None:
+    """Atomically: a reader polling for `path` never sees half of it."""
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump(document, handle)
+    os.replace(path + ".tmp", path)

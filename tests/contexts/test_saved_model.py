@@ -81,7 +81,8 @@ def test_a_disagreement_between_the_tape_and_tf_gradients_in_the_loader_is_repor
     # The tape differentiates the loaded forward even when the loss stops the gradient; tf.gradients does not.
     result = results["custom_gradient@saved_model_stripped", "stopped"]
     assert result.status == "unsupported"
-    assert "tf.gradients inside a tf.function disagreed with the eager tape: the tape failed (LookupError" in result.message
+    assert ("tf.gradients inside a tf.function disagreed with the eager tape: the tape failed (LookupError"
+            in result.message)
 
 
 def test_a_crashing_loader_becomes_error_cells_naming_it(monkeypatch):
@@ -91,6 +92,15 @@ def test_a_crashing_loader_becomes_error_cells_naming_it(monkeypatch):
     for result in results:
         assert result.status == "error" and result.calls == 0
         assert "failed at run time: LoaderFailed: the SavedModel loading process exited with code" in result.message
+
+
+def test_a_loader_writing_20_mb_to_stderr_fails_its_cells_with_a_bounded_message(monkeypatch):
+    context = CONTEXTS["saved_model"]
+    noisy = "import sys; sys.stderr.write('x' * 20_000_000 + '\\nthe last words\\n'); sys.exit(3)"
+    monkeypatch.setattr(context, "loader_command", lambda: [sys.executable, "-c", noisy])
+    (result,) = compat.run(SQUARE, None, "custom_gradient@saved_model")
+    assert result.status == "error" and "exited with code 3: the last words" in result.message
+    assert len(result.message) < 2_000
 
 
 def test_a_hanging_loader_is_killed_after_its_timeout(monkeypatch):

@@ -145,6 +145,146 @@ REWRITTEN = textwrap.dedent('''
 ''')
 
 
+TRUST_LEGACY = textwrap.dedent('''
+    import os
+
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.framework import ops
+
+    GRADCOMPAT_ENTRIES = {
+        "scaled_by_w": [("float32", [3])],
+        "register_inside": [("float32", [3])],
+        "wrong_dw": [("float32", [3])],
+        "bad_shape": [("float32", [4])],
+        "aborts_on_negative": [("float32", [3])],
+        "seeded_noise": [("float32", [3])],
+        "unseeded_noise": [("float32", [3])],
+        "uses_contrib": [("float32", [3])],
+    }
+
+
+    @ops.RegisterGradient("TrustHalf")
+    def _half(op, grad):
+        return 0.5 * grad
+
+
+    def scaled_by_w(x):  # get_variable without reuse: it must run once per graph, as in the program
+        w = tf.get_variable("W", shape=[3], initializer=tf.ones_initializer())
+        with tf.get_default_graph().gradient_override_map({"Sign": "TrustHalf"}):
+            return tf.sign(x) * w
+
+
+    def register_inside(x):  # registering twice in one process raises KeyError
+        @ops.RegisterGradient("TrustInside")
+        def _inside(op, grad):
+            return 3.0 * grad
+
+        with tf.get_default_graph().gradient_override_map({"Sign": "TrustInside"}):
+            return tf.sign(x)
+
+
+    wrong_dw = scaled_by_w
+
+
+    @ops.RegisterGradient("TrustBadShape")
+    def _bad_shape(op, grad):
+        return grad[:3]
+
+
+    def bad_shape(x):  # TF1 refuses this gradient; TF2 tapes accept it
+        with tf.get_default_graph().gradient_override_map({"Sign": "TrustBadShape"}):
+            return tf.sign(x)
+
+
+    def _die_on_negative(upstream):
+        if np.any(upstream < 0):
+            os.write(2, b"F1204 00:00:00.000000 1 trust.cc:1] Check failed: upstream >= 0 (-0.5 vs. 0)\\n")
+            os.abort()
+        return upstream
+
+
+    @ops.RegisterGradient("TrustAbort")
+    def _abort(op, grad):
+        return tf.numpy_function(_die_on_negative, [grad], grad.dtype)
+
+
+    def aborts_on_negative(x):
+        with tf.get_default_graph().gradient_override_map({"Sign": "TrustAbort"}):
+            return tf.sign(x)
+
+
+    def seeded_noise(x):
+        return x * tf.random.uniform([3], seed=7)
+
+
+    def unseeded_noise(x):
+        return x * tf.random.uniform([3])
+
+
+    def uses_contrib(x):
+        return tf.contrib.layers.flatten(x)
+''')
+
+TRUST_REWRITTEN = textwrap.dedent('''
+    import tensorflow as tf
+
+
+    @tf.custom_gradient
+    def _half_sign(x):
+        return tf.sign(x), lambda dy: 0.5 * dy
+
+
+    @tf.custom_gradient
+    def _triple_sign(x):
+        return tf.sign(x), lambda dy: 3.0 * dy
+
+
+    @tf.custom_gradient
+    def _identity_sign(x):
+        return tf.sign(x), lambda dy: dy
+
+
+    @tf.custom_gradient
+    def _first_three(x):
+        return tf.sign(x), lambda dy: dy[:3]
+
+
+    def scaled_by_w(x):
+        w = tf.compat.v1.get_variable("W", shape=[3], initializer=tf.compat.v1.ones_initializer())
+        return _half_sign(x) * w
+
+
+    def register_inside(x):
+        return _triple_sign(x)
+
+
+    def wrong_dw(x):  # the input's gradient is right, the variable's is not
+        w = tf.compat.v1.get_variable("W", shape=[3], initializer=tf.compat.v1.ones_initializer())
+        return _half_sign(x) * tf.stop_gradient(w)
+
+
+    def bad_shape(x):
+        return _first_three(x)
+
+
+    def aborts_on_negative(x):
+        return _identity_sign(x)
+
+
+    def seeded_noise(x):
+        return x * tf.random.uniform([3], seed=7)
+
+
+    def unseeded_noise(x):
+        return x * tf.random.uniform([3])
+
+
+    def uses_contrib(x):
+        return tf.reshape(x, [3])
+''')
+
+
 def _write_pair(directory: Path, legacy: str, rewritten: str, name: str = "ops") -> tuple[Path, Path]:
     paths = []
     for side, source in (("legacy", legacy), ("rewritten", rewritten)):
@@ -170,3 +310,13 @@ def sources_fixture() -> tuple[str, str]:
 @pytest.fixture(name="pair", scope="module")
 def pair_fixture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return _write_pair(tmp_path_factory.mktemp("pair"), LEGACY, REWRITTEN)
+
+
+@pytest.fixture(name="trust_report", scope="session")
+def trust_report_fixture(tmp_path_factory: pytest.TempPathFactory):
+    """The trust pair verified in v1_session and eager_tape (tf.compat.v1.get_variable cannot run inside a
+    tf.function): fresh state per scenario, variables, aborts, randomness, TF1-only symbols."""
+    from compat.verify import verify_files
+
+    legacy, rewritten = _write_pair(tmp_path_factory.mktemp("trust"), TRUST_LEGACY, TRUST_REWRITTEN)
+    return verify_files(str(legacy), str(rewritten), contexts=("v1_session", "eager_tape"))

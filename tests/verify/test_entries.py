@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from compat.verify import EntriesError, example_inputs, parse_entries, read_entries
+from compat.verify._entries import Constant, declares_entries
 
 
 def test_entries_are_read_statically():
@@ -48,3 +49,35 @@ def test_example_inputs_are_deterministic_and_away_from_discontinuities():
 def test_malformed_entry_flags_are_refused_not_read_as_fewer_inputs(text):
     with pytest.raises(EntriesError, match="dtype\\[shape\\]"):
         parse_entries(text)
+
+
+def test_the_last_assignment_counts_as_in_python_and_a_comment_declares_nothing():
+    source = ('GRADCOMPAT_ENTRIES = {"old": [("float32", [3])]}\n'
+              'GRADCOMPAT_ENTRIES = {"new": [("float64", [2])]}\n')
+    assert read_entries(source) == {"new": [("float64", [2])]}
+    assert declares_entries(source)
+    assert not declares_entries("# GRADCOMPAT_ENTRIES come from --entries\nx = 'GRADCOMPAT_ENTRIES'\n")
+
+
+@pytest.mark.parametrize("text, match", [
+    ("f:float32[3]float32[3]", "separated by commas"),
+    ("f:float32[3];f:float32[2]", "given twice"),
+    ("f:", "has no inputs"),
+    ("f:float32[100000,100000]", r"10,000,000,000 elements \(38,147 MiB\)"),
+])
+def test_entry_flags_that_python_would_read_otherwise_are_refused(text, match):
+    with pytest.raises(EntriesError, match=match):
+        parse_entries(text)
+
+
+def test_a_declared_entry_without_inputs_is_refused():
+    with pytest.raises(EntriesError, match="non-empty list"):
+        read_entries("GRADCOMPAT_ENTRIES = {'f': []}\n")
+
+
+def test_arguments_that_are_not_tensors_are_constants_in_both_forms():
+    expected = {"quantize": [("float32", [3]), Constant(4), Constant("SAME"), Constant(None)]}
+    assert read_entries("GRADCOMPAT_ENTRIES = {'quantize': [('float32', [3]), 4, 'SAME', None]}\n") == expected
+    assert parse_entries("quantize:float32[3],4,'SAME',None") == expected
+    with pytest.raises(EntriesError, match="no tensor input"):
+        parse_entries("f:4")
