@@ -19,6 +19,7 @@ try:  # where tf.custom_gradient finds the variables a function reads (TF 2.13+;
 except ImportError:  # pragma: no cover - TensorFlow 2.12
     from tensorflow.python.eager.tape import VariableWatcher
 
+from compat._exit_guard import ExitCalled
 from compat.composite import component
 from compat.results import Upstream, intern_array
 from compat.spec import GradientSpec
@@ -189,6 +190,8 @@ def user_exception(exc: BaseException) -> bool:
 def describe_exception(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"SystemExit({exc.code!r}) (user code called sys.exit)"
+    if isinstance(exc, ExitCalled):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -4,7 +4,9 @@ Specs hold user functions, which cannot be sent to another process, so every wor
 with a picklable `load` (e.g. the references given to `--specs`, through compat.loading) and runs the units
 it is handed through `compat.matrix.check_unit`, the code path of a one-process check. A worker that dies
 (a segfault, `os._exit`, the kernel's OOM killer) turns the unit it was running into `error` cells saying
-so, and a fresh worker takes over the remaining units.
+so, with the end of what it wrote to stderr, and a fresh worker takes over the remaining units. A worker's
+stderr goes to a file that this process copies to its own stderr after each unit, so what user code prints
+is still seen.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import os
 import pickle
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from compat._quiet_import import import_tensorflow_hiding_chatter
+from compat._stderr_tail import stderr_tail
 from compat.checker import DEFAULT_REFERENCE
 
 if TYPE_CHECKING:  # this module is imported by every worker before TensorFlow, which it imports quietly
@@ -84,9 +88,14 @@ class _Worker:
 
     def __init__(self, context: Any, config: _Config, started: list[_Worker]) -> None:
         self.connection, child = context.Pipe()
+        handle, self.stderr_path = tempfile.mkstemp(prefix="gradcompat-worker-", suffix=".stderr")
+        os.close(handle)
+        self.stderr_shown = 0  # bytes of it copied to this process's stderr
+        self.unit_start = 0  # where the running unit's stderr begins
         # Pickled here, unpickled by the worker once it has imported TensorFlow quietly (loading may import it).
-        self.process = context.Process(target=_serve, args=(child, pickle.dumps(config), config.quiet_import),
-                                       name="gradcompat-worker")
+        self.process = context.Process(
+            target=_serve, args=(child, pickle.dumps(config), config.quiet_import, self.stderr_path),
+            name="gradcompat-worker")
         self.unit: int | None = None
         # Listed before it starts: a Ctrl-C between its start and its caller's bookkeeping must still kill it,
         # or multiprocessing joins it at exit while it waits for work that never comes (a hang).
@@ -97,6 +106,7 @@ class _Worker:
     def stop(self, kill: bool) -> None:
         if self.process.pid is None:  # interrupted before it started
             self.connection.close()
+            _remove(self.stderr_path)
             return
         if kill and self.process.is_alive():
             self.process.kill()
@@ -110,6 +120,30 @@ class _Worker:
             self.process.kill()
             self.process.join()
         self.connection.close()
+        self.show_stderr()
+        _remove(self.stderr_path)  # stopped twice: an idle worker is stopped when the work runs out, then at the end
+
+    def show_stderr(self) -> None:
+        """Copy what the worker wrote to stderr since the last call to this process's stderr, in chunks."""
+        try:
+            with open(self.stderr_path, "rb") as written:
+                written.seek(self.stderr_shown)
+                while chunk := written.read(1 << 16):
+                    buffer = getattr(sys.stderr, "buffer", None)  # a test's captured stderr takes only text
+                    if buffer is not None:
+                        sys.stderr.flush()
+                        buffer.write(chunk)
+                    else:
+                        sys.stderr.write(chunk.decode("utf-8", errors="replace"))
+                    self.stderr_shown = written.tell()
+                sys.stderr.flush()
+        except (OSError, ValueError):  # no file any more, or stderr closed
+            pass
+
+    def stderr_end(self) -> str:
+        """The end of what the worker wrote to stderr while running its unit, for a message; "" if nothing."""
+        lines = stderr_tail(self.stderr_path, self.unit_start)
+        return f"; its stderr ended with: {' | '.join(lines)}" if lines else ""
 
 
 class _Pool:
@@ -142,6 +176,7 @@ class _Pool:
                     unit = worker.unit
                     assert unit is not None
                     result = self._receive(worker, todo[unit], chosen)
+                    worker.show_stderr()
                     results[unit] = result
                     if progress:
                         progress(len(results), len(todo), labels[unit])
@@ -167,6 +202,7 @@ class _Pool:
     def _assign(self, worker: _Worker, pending: collections.deque[int]) -> None:
         if pending and worker.process.is_alive():
             worker.unit = pending.popleft()
+            worker.unit_start = _size(worker.stderr_path)
             try:
                 worker.connection.send(self.todo[worker.unit])
             except OSError:
@@ -188,7 +224,22 @@ class _Pool:
         except Exception:  # noqa: BLE001 - it died while sending: what it sent is lost
             pass
         worker.process.join()
-        return broken_spec_cells(name, dtype, chosen, f"the worker process running this spec {_death(worker.process.exitcode)}"), []
+        return broken_spec_cells(name, dtype, chosen, f"the worker process running this spec "
+                                                      f"{_death(worker.process.exitcode)}{worker.stderr_end()}"), []
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _death(code: int | None) -> str:
@@ -198,14 +249,15 @@ def _death(code: int | None) -> str:
         except ValueError:
             name = f"signal {-code}"
         hint = " (the system may have run out of memory)" if -code == signal.SIGKILL else ""
-        return f"was killed by {name}{hint}; run this spec alone with --jobs=1 to see the crash itself"
+        return f"was killed by {name}{hint}; run this spec alone with --jobs=1 to see the whole crash"
     return (f"exited with code {code} before returning its result (user code called os._exit, or the "
-            f"process crashed); run this spec alone with --jobs=1 to see the crash itself")
+            f"process crashed); run this spec alone with --jobs=1 to see the whole crash")
 
 
-def _serve(connection: Any, pickled_config: bytes, quiet_import: bool) -> None:
+def _serve(connection: Any, pickled_config: bytes, quiet_import: bool, stderr_path: str) -> None:
     """A worker's loop: load once, then run each unit it is sent until it is sent None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it kills the workers
+    _stderr_to(stderr_path)
     problem = None
     try:
         _import_tensorflow(quiet_import)
@@ -237,6 +289,14 @@ def _serve(connection: Any, pickled_config: bytes, quiet_import: bool) -> None:
             connection.send(("done", result))
         except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
             connection.send(("failed", f"the worker process could not send its result: {type(exc).__name__}: {exc}"))
+
+
+def _stderr_to(path: str) -> None:
+    """Send this process's stderr (fd 2: Python's and C++'s) to `path`, which the parent reads."""
+    sys.stderr.flush()
+    handle = os.open(path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(handle, 2)
+    os.close(handle)
 
 
 def _import_tensorflow(quiet: bool) -> None:

@@ -10,6 +10,10 @@ import pytest
 import compat
 from compat.distribute import use_logical_cpus
 
+# Third-party files of the real-code corpus (tests/data/real): data for benchmarks/rewrite_real.py, never tests,
+# whatever their names (`tf_grouping_op_test.py` is a common one).
+collect_ignore_glob = ["data/real/*"]
+
 # Before any test runs a TensorFlow op: the mirrored contexts need 2 logical CPUs (tests/distribute).
 _LOGICAL_CPUS_PROBLEM = use_logical_cpus()
 
@@ -31,3 +35,17 @@ def seed_spec(name: str = "seed_scaled_ste") -> compat.GradientSpec:
 def seed_spec_fixture():
     """A factory for the seed spec under a given name."""
     return seed_spec
+
+
+@pytest.fixture(name="give_to_nobody")
+def give_to_nobody_fixture(tmp_path_factory: pytest.TempPathFactory):
+    """`give_to_nobody(path)`: chown `path` to nobody:nogroup (65534); the test is skipped where that is not
+    possible (not root, or a sandbox whose user namespace maps no such user, as Bazel's does)."""
+    probe = tmp_path_factory.mktemp("chown") / "probe"
+    probe.write_text("")
+    try:
+        os.chown(probe, 65534, 65534)
+    except OSError as exc:
+        pytest.skip(f"cannot give a file to another user here (chown to 65534: {exc.strerror}): needs root outside "
+                    f"a user-namespace sandbox")
+    return lambda path: os.chown(path, 65534, 65534)

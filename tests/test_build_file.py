@@ -14,6 +14,7 @@ import configparser
 import fnmatch
 import importlib.util
 import os
+import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,8 +173,12 @@ def app_modules() -> list[str]:
     return repo_files("compat/apps/*.py", exclude=["compat/apps/__init__.py", "compat/apps/_*.py"])
 
 
+# Test data is never a test, whatever its name (the real-code corpus holds other projects' files).
+TEST_DATA = "tests/data/*"
+
+
 def pytest_files() -> list[str]:
-    return repo_files("tests/**/test_*.py")
+    return repo_files("tests/**/test_*.py", exclude=[TEST_DATA])
 
 
 def resolve(targets: dict[str, Target], labels: Sequence[str]) -> set[str]:
@@ -243,7 +248,7 @@ def test_every_test_module_has_a_py_test(targets: dict[str, Target]) -> None:
 
 def test_tests_see_conftest_helpers_and_fixtures(targets: dict[str, Target]) -> None:
     support = resolve(targets, [TEST_SUPPORT])
-    needed = set(repo_files("tests/**/*", exclude=["tests/**test_*.py", "*.pyc"])) | {"pyproject.toml"}
+    needed = (set(repo_files("tests/**/*", exclude=["*.pyc"])) - set(pytest_files())) | {"pyproject.toml"}
     missing = sorted(needed - support)
     assert not missing, f"filegroup `{TEST_SUPPORT}` misses {missing}; Bazel tests could not read them"
 
@@ -265,6 +270,19 @@ def test_tests_that_read_the_tree_get_it(targets: dict[str, Target], test_file: 
     files = resolve(targets, test.files("data") + test.files("deps"))
     missing = sorted(set(repo_files(*needs)) - files)
     assert not missing, f"{test.where()} reads {missing} but its data does not include them"
+
+
+def test_test_data_named_like_a_test_is_support_not_a_test(tmp_path: Path) -> None:
+    # The real-code corpus stores other projects' files; `test_*.py` among them must not become py_test targets.
+    shutil.copy(REPO / "BUILD", tmp_path / "BUILD")
+    for path in ("tests/audit/test_rules.py", "tests/data/real/owner__repo/test_ops.py", "tests/data/legacy/ste.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    targets = load_build(tmp_path)
+    tests = sorted(t.name for t in of_kind(targets, "py_test"))
+    assert tests == ["tests/audit/test_rules"], f"BUILD makes py_test targets of test data: {tests}"
+    support = resolve(targets, [TEST_SUPPORT])
+    assert {"tests/data/real/owner__repo/test_ops.py", "tests/data/legacy/ste.py"} <= support, sorted(support)
 
 
 def test_labels_resolve_and_files_exist(targets: dict[str, Target]) -> None:

@@ -71,6 +71,38 @@ def test_a_worker_that_dies_turns_its_spec_into_error_cells_and_the_others_still
     assert report.exit_code == 1
 
 
+def test_a_dying_worker_names_the_end_of_its_stderr_bounded_and_what_workers_print_is_shown(tmp_path, monkeypatch,
+                                                                                              capfd):
+    (tmp_path / "noisy.py").write_text(textwrap.dedent('''
+        import os, sys
+        import numpy as np
+        import tensorflow as tf
+        import compat
+
+        def _dies(x):
+            sys.stderr.write("y" * 2_000_000 + "\\nthe last words\\n")
+            sys.stderr.flush()
+            os._exit(7)
+
+        def _prints(x):
+            print("a user print from a worker", file=sys.stderr)
+            return tf.sign(x)
+
+        X = [np.array([1.0, -2.0], np.float32)]
+        DIES = compat.GradientSpec("dies", _dies, lambda i, o, u: [u[0]], X)
+        PRINTS = compat.GradientSpec("prints", _prints, lambda i, o, u: [u[0]], X, op_type="Sign")
+    '''))
+    monkeypatch.chdir(tmp_path)
+    report = check_in_workers(CheckRequest(specs=("noisy.py:DIES", "noisy.py:PRINTS"), scenarios=("sum",)), jobs=2,
+                              variants=["custom_gradient@eager_tape"])
+    dies, prints = report.cells
+    assert dies.status == "error" and "exited with code 7" in dies.result.message
+    assert dies.result.message.endswith("; its stderr ended with: the last words")
+    assert len(dies.result.message) < 1_000 and prints.result.status == "ok"
+    shown = capfd.readouterr().err
+    assert "a user print from a worker" in shown and "the last words" in shown
+
+
 def test_ctrl_c_right_after_a_worker_starts_leaves_no_worker_behind(monkeypatch):
     """A Ctrl-C between a worker's start and the pool's bookkeeping once left that worker alive, and
     multiprocessing then joined it at exit while it waited for work: compat-check hung instead of exiting."""

@@ -1,11 +1,12 @@
-"""Regenerate the audit's TensorFlow data files (op types, gradient names, TF1-only APIs) from installed TF.
+"""Regenerate the TensorFlow data files (op types, gradient names, TF1-only APIs, stateful APIs) from installed TF.
 
 Run after upgrading TensorFlow::
 
     python tools/gen_audit_data.py            # writes compat/data/*.txt
     python tools/gen_audit_data.py --check    # exits 1 if the shipped files are stale
 
-This is the only audit-related code that imports TensorFlow; `compat-audit` reads the generated files.
+This is the only audit- or rewrite-related code that imports TensorFlow; `compat-audit` and `compat-rewrite`
+read the generated files (`tf_stateful_apis.txt`: see tools/tf_statefulness.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import sys
 import types
 from collections.abc import Iterable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tf_statefulness  # noqa: E402 - the tools directory is not a package
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "compat" / "data"
 # Submodules of the TF2 namespace searched for a public wrapper of each op type (first match wins).
@@ -86,7 +90,15 @@ def render() -> dict[str, str]:
         "tf_op_types.txt": header + "# op_type[<TAB>tf2 wrapper]\n" + "\n".join(op_lines) + "\n",
         "tf_gradient_names.txt": header + "\n".join(registered_gradient_names()) + "\n",
         "tf1_only_apis.txt": header + "\n".join(tf1_only_apis()) + "\n",
+        "tf_stateful_apis.txt": header + _stateful_apis(),
     }
+
+
+def _stateful_apis() -> str:
+    lines = [path + ("\t" + ",".join(sorted(ops)) if ops else "")
+             for path, ops in tf_statefulness.api_statefulness().items()]
+    return ("# public function[<TAB>stateful op types it may create]; no op types: stateless; not listed: unknown\n"
+            + "\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING
 
 from absl import app, flags, logging
 
+from compat._exit_guard import exits_raised
 from compat.apps._common import (
     EXIT_USAGE,
     ProgressBar,
     import_tensorflow_quietly,
-    tensorflow_chatter_wanted,
     prepare_output,
     run_app,
     stdout_kept_for_report,
+    tensorflow_chatter_wanted,
     wants_progress,
 )
 from compat.apps._output import write_output
@@ -124,7 +125,8 @@ def main(argv: list[str]) -> int:
             report_stream.write(_listing())
             return 0
         view = _view()
-        report = _run_check()
+        with exits_raised():  # os._exit in user code here (a --loss file, a spec, --jobs=1) is no silent pass
+            report = _run_check()
         from compat.reports import render
         from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS
 

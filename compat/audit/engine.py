@@ -135,6 +135,29 @@ def tree_findings(registrations: Iterable[Site], override_targets: Iterable[Site
     return findings
 
 
+def op_type_registrations(findings: list[Finding], registrations: Iterable[Site], override_targets: Iterable[Site],
+                          data: tf_data.TFData, op_library_files: set[str]) -> list[Finding]:
+    """`findings` with each GC003 that registers the gradient of a real op type (a TensorFlow op that has none of
+    its own, or one from a file that calls tf.load_op_library) that no override map in the tree uses turned into
+    a note: TF2's tapes look gradients up by op type, so it is valid TF2 as it stands."""
+    used = {site.name for site in override_targets}
+    op_types = {name for name in data.op_types if name not in data.gradient_names}
+    by_place = {(site.path, site.line, site.col): site for site in registrations}
+    out = []
+    for finding in findings:
+        site = by_place.get((finding.path, finding.line, finding.col)) if finding.rule == "GC003" else None
+        if site is not None and site.name not in used and (site.name in op_types or site.path in op_library_files):
+            kind = "a TensorFlow op" if site.name in op_types else "an op this file loads with tf.load_op_library"
+            finding = dataclasses.replace(
+                finding, severity=str(Severity.NOTE),
+                message=f"RegisterGradient({site.name!r}) registers the gradient of op type {site.name!r} itself "
+                        f"({kind}), and no gradient_override_map in the scanned tree uses it: valid TF2 as it is "
+                        f"(tapes look gradients up by op type); nothing to migrate",
+                suggestion="Keep it. Check it with compat-check if the op's gradient must match a TF1 run.")
+        out.append(finding)
+    return out
+
+
 def _exclusive(a: Site, b: Site) -> bool:
     """Registrations in different arms of one if/else (or match, or except/else) never both run."""
     return a.path == b.path and exclusive(a.branches, b.branches)
@@ -144,6 +167,7 @@ def audit_paths(
     paths: Iterable[str],
     *,
     excludes: Iterable[str] = (),
+    default_excludes: bool = True,
     jobs: int | None = None,
     strict: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
@@ -155,6 +179,8 @@ def audit_paths(
     Args:
       paths: files and directories. Missing paths are the caller's to reject (the app exits 2).
       excludes: glob patterns, see `walker.iter_python_files`.
+      default_excludes: skip virtualenvs, installed packages, version control and build directories found in
+        the walk (`walker.DEFAULT_EXCLUDES`); a path given in `paths` is always audited.
       jobs: worker processes (default: CPU count). Small trees are audited in-process.
       strict: run every file through CPython's parser and symbol table, so a syntax error anywhere is GC000
         (slower: by default files that name no legacy gradient API in code are only read and decoded).
@@ -174,8 +200,9 @@ def audit_paths(
     findings: list[Finding] = []
     registrations: list[Site] = []
     targets: list[Site] = []
+    op_library_files: set[str] = set()
     scanned = parsed = unreadable = lines = 0
-    files = iter_python_files(paths, excludes)
+    files = iter_python_files(paths, excludes, default_excludes=default_excludes)
     for result in _results(files, opts, jobs or os.cpu_count() or 1):
         scanned += 1
         parsed += result.parsed
@@ -184,7 +211,10 @@ def audit_paths(
         findings.extend(result.findings)
         registrations.extend(result.registrations)
         targets.extend(result.override_targets)
+        if result.loads_op_library:
+            op_library_files.add(result.path)
         if on_file is not None:
             on_file(result)
     findings.extend(tree_findings(registrations, targets, data.gradient_names))
+    findings = op_type_registrations(findings, registrations, targets, data, op_library_files)
     return AuditReport(tuple(sorted(findings)), scanned, parsed, unreadable, lines, data.version)

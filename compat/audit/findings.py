@@ -40,11 +40,7 @@ class Finding:
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: `path` is valid UTF-8 text; a name that is not adds `path_bytes_hex`, its exact bytes."""
-        out: dict[str, object] = dataclasses.asdict(self)
-        out["path"] = display_path(self.path)
-        if out["path"] != self.path:
-            out["path_bytes_hex"] = os.fsencode(self.path).hex()
-        return out
+        return {**dataclasses.asdict(self), **path_fields(self.path)}
 
 
 def display_path(path: str) -> str:
@@ -58,6 +54,13 @@ def display_path(path: str) -> str:
     except UnicodeEncodeError:
         return os.fsencode(path).decode("utf-8", "backslashreplace")
     return path
+
+
+def path_fields(path: str) -> dict[str, str]:
+    """JSON fields for a file name: `path` as `display_path` shows it, plus `path_bytes_hex` (the exact bytes of
+    the name) when it is not UTF-8, so a report stays valid JSON and still names the file exactly."""
+    shown = display_path(path)
+    return {"path": shown} if shown == path else {"path": shown, "path_bytes_hex": os.fsencode(path).hex()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +90,7 @@ class FileResult:
       findings: per-file findings, GC000 included.
       registrations: gradient names this file registers with a literal `RegisterGradient("Name")`.
       override_targets: literal values of `gradient_override_map` entries (registered gradient names).
+      loads_op_library: the file calls `tf.load_op_library`: its registrations may name the custom ops it loads.
     """
 
     path: str
@@ -95,6 +99,7 @@ class FileResult:
     findings: tuple[Finding, ...] = ()
     registrations: tuple[Site, ...] = ()
     override_targets: tuple[Site, ...] = ()
+    loads_op_library: bool = False
 
     @property
     def unreadable(self) -> bool:

@@ -142,7 +142,14 @@ class ModuleAudit:
             findings=tuple(sorted(findings)),
             registrations=tuple(self.registrations),
             override_targets=tuple(self.override_targets),
+            loads_op_library=bool(self.registrations) and self._loads_op_library(),
         )
+
+    def _loads_op_library(self) -> bool:
+        """Whether the module calls `tf.load_op_library` (any alias): the custom ops it loads are real op types."""
+        lines = LineSet(self.source, re.compile(r"load_op_library"))
+        return any(isinstance(node, ast.Call) and self._leaf(node.func) == "load_op_library"
+                   for node in nodes_on_lines(self.tree.body, lines))
 
     def _trigger_pattern(self) -> re.Pattern[str]:
         aliases = self.imports.local_names_for(lambda q: tf_leaf(q) in _TRIGGER_APIS)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import fnmatch
 import io
 import os
 import platform
+import re
 import stat
 import symtable
 import tokenize
@@ -14,6 +16,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
+from compat.audit import token_scan
 from compat.audit.findings import FileResult, Finding
 from compat.audit.prefilter import LONGEST_TRIGGER, TRIGGERS, names_legacy_api
 from compat.audit.rules import RULES
@@ -32,13 +35,37 @@ _GRAMMAR_NOTE = (f"parsed with the grammar of the Python running compat-audit, {
 _CHUNK = 1 << 20
 
 
+# Directories a walk does not enter unless told to (`--nodefault_excludes`): version control, virtualenvs and
+# installed packages, tool environments, build output. A directory holding `pyvenv.cfg` is a virtualenv whatever
+# its name. Matched against directory base names only (a file `build.py` is walked).
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".git", ".hg", ".svn", ".venv", "venv", "__pypackages__", "site-packages", "dist-packages", ".tox", ".nox",
+    ".eggs", "*.egg-info", "build", "dist", "bazel-*", "node_modules",
+)
+VIRTUALENV_MARKER = "pyvenv.cfg"
+DEFAULT_EXCLUDES_HELP = (
+    "Skip directories found in a walk that are named " + ", ".join(DEFAULT_EXCLUDES) + f", or hold {VIRTUALENV_MARKER}"
+    " (a virtualenv): version control, installed packages, build output. A directory named on the command line "
+    "is always walked (without these defaults if it is one of them); --nodefault_excludes walks everything.")
+
+
 def _is_excluded(rel: str, excludes: Iterable[str]) -> bool:
     base = rel.rsplit("/", 1)[-1]
     return any(fnmatch.fnmatchcase(rel, pat) or fnmatch.fnmatchcase(base, pat)
                or fnmatch.fnmatchcase(rel, pat.rstrip("/") + "/*") for pat in excludes)
 
 
-def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = ()) -> Iterator[str]:
+_DEFAULT_NAMES = re.compile("|".join(fnmatch.translate(pattern) for pattern in DEFAULT_EXCLUDES))
+
+
+def is_default_excluded(directory: str) -> bool:
+    """Whether a walk skips `directory` by default: named in DEFAULT_EXCLUDES, or a virtualenv (pyvenv.cfg)."""
+    return bool(_DEFAULT_NAMES.match(os.path.basename(os.path.normpath(directory)))
+                or os.path.isfile(os.path.join(directory, VIRTUALENV_MARKER)))
+
+
+def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = (), *, default_excludes: bool = True,
+                      on_default_excluded: Callable[[str], None] | None = None) -> Iterator[str]:
     """Yield `.py` files under `paths` (files given explicitly are yielded whatever their suffix).
 
     Directories are walked in sorted order following symlinks, but each real directory (device, inode) is
@@ -46,6 +73,8 @@ def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = ()) -> Ite
     GC000), as is any explicit path that is not a directory (a FIFO or a device is a GC000, never opened).
     `excludes` are glob patterns matched against the path relative to the given root, against the path as
     displayed, and against the base name (`build`, `*_pb2.py`, `third_party/*`).
+    With `default_excludes`, directories found in the walk that `is_default_excluded` are not entered (each is
+    passed to `on_default_excluded`); a given root is always walked, without the defaults if it is one of them.
     """
     excludes = tuple(excludes)
     for root in paths:
@@ -53,34 +82,53 @@ def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = ()) -> Ite
             if not _is_excluded(_posix(root), excludes):
                 yield _posix(root)
             continue
-        visited: set[tuple[int, int]] = set()
-        unlisted: list[OSError] = []
-        for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted.append, followlinks=True):
-            yield from _drain(unlisted)
-            try:
-                st = os.stat(dirpath)
-            except OSError:
-                dirnames[:] = []
-                continue
-            if (st.st_dev, st.st_ino) in visited:  # a symlink back into a directory already walked
-                dirnames[:] = []
-                continue
-            visited.add((st.st_dev, st.st_ino))
-            rel_dir = dirpath[len(root):].lstrip(os.sep)  # os.walk joins each dirpath onto root
-            rel_dir = "" if rel_dir in ("", ".") else _posix(rel_dir) + "/"
-            dirnames[:] = sorted(
-                d for d in dirnames
-                if not excludes or not (_is_excluded(rel_dir + d, excludes)
-                                        or _is_excluded(_posix(os.path.join(dirpath, d)), excludes))
-            )
-            for name in sorted(filenames):
-                if not name.endswith(".py"):
-                    continue
-                full = _posix(os.path.join(dirpath, name))
-                if excludes and (_is_excluded(rel_dir + name, excludes) or _is_excluded(full, excludes)):
-                    continue
-                yield full
+        skip_defaults = default_excludes and not is_default_excluded(root)
+        yield from _walk(root, excludes, skip_defaults, on_default_excluded)
+
+
+def _walk(root: str, excludes: tuple[str, ...], skip_defaults: bool,
+          on_default_excluded: Callable[[str], None] | None) -> Iterator[str]:
+    visited: set[tuple[int, int]] = set()
+    unlisted: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted.append, followlinks=True):
         yield from _drain(unlisted)
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in visited:  # a symlink back into a directory already walked
+            dirnames[:] = []
+            continue
+        visited.add((st.st_dev, st.st_ino))
+        # A virtualenv whatever its name, seen in the listing os.walk made anyway (a stat per directory costs
+        # more than the rest of the default excludes).
+        if skip_defaults and dirpath != root and VIRTUALENV_MARKER in filenames:
+            if on_default_excluded is not None:
+                on_default_excluded(_posix(dirpath))
+            dirnames[:] = []
+            continue
+        rel_dir = dirpath[len(root):].lstrip(os.sep)  # os.walk joins each dirpath onto root
+        rel_dir = "" if rel_dir in ("", ".") else _posix(rel_dir) + "/"
+        kept = []
+        for d in sorted(dirnames):
+            full = os.path.join(dirpath, d)
+            if excludes and (_is_excluded(rel_dir + d, excludes) or _is_excluded(_posix(full), excludes)):
+                continue
+            if skip_defaults and _DEFAULT_NAMES.match(d):
+                if on_default_excluded is not None:
+                    on_default_excluded(_posix(full))
+                continue
+            kept.append(d)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if not name.endswith(".py"):
+                continue
+            full = _posix(os.path.join(dirpath, name))
+            if excludes and (_is_excluded(rel_dir + name, excludes) or _is_excluded(full, excludes)):
+                continue
+            yield full
+    yield from _drain(unlisted)
 
 
 def _drain(unlisted: list[OSError]) -> Iterator[str]:
@@ -100,6 +148,23 @@ def _gc000(path: str, message: str, lines: int = 0, line: int = 1, col: int = 1)
         path=path, line=max(line, 1), col=max(col, 1), rule="GC000", end_line=max(line, 1),
         severity=str(RULES["GC000"].severity), message=message, suggestion=RULES["GC000"].help,
     ),))
+
+
+def _unparsable(path: str, text: str, lines: int, error: SyntaxError) -> FileResult:
+    """GC000 for a syntax error, and the legacy sites a scan of the code text still finds (Python 2 files are
+    full of them): each as its own finding, so a file full of `Defun(grad_func=)` never counts as clean."""
+    hint = " (Python 2 code?)" if "print" in str(error.msg) or "Missing parentheses" in str(error.msg) else ""
+    sites = token_scan.legacy_sites(text)
+    held = token_scan.describe(sites)
+    port = (f"; it holds {held}, found without parsing: port it to Python 3 first (e.g. `python3.11 -m lib2to3 -w "
+            f"{os.path.basename(path)}`, or by hand), then audit and rewrite it again") if held else ""
+    result = _gc000(path, f"syntax error: {error.msg}{hint}{port} [{_GRAMMAR_NOTE}]", lines, error.lineno or 1,
+                    error.offset or 1)
+    found = tuple(Finding(path, site.line, site.col, site.rule, site.line, str(RULES[site.rule].severity),
+                          f"`{site.api}` found by a text scan (the file does not parse, so aliases and scopes are "
+                          f"not resolved): port the file to Python 3, then audit it again",
+                          RULES[site.rule].help) for site in sites)
+    return dataclasses.replace(result, findings=result.findings + found)
 
 
 def _count_lines(data: bytes) -> int:
@@ -225,9 +290,7 @@ def _parse(path: str, text: str, lines: int,
             warnings.simplefilter("ignore")
             tree = parser(text, path)
     except SyntaxError as e:
-        hint = " (Python 2 code?)" if "print" in str(e.msg) or "Missing parentheses" in str(e.msg) else ""
-        return _gc000(path, f"syntax error: {e.msg}{hint} [{_GRAMMAR_NOTE}]", lines, e.lineno or 1,
-                      e.offset or 1), None
+        return _unparsable(path, text, lines, e), None
     except (MemoryError, RecursionError) as e:
         detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         return _gc000(path, f"cannot parse: expressions nested too deeply for the parser ({detail}); Python "

@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compat._stderr_tail import stderr_tail
+
 
 class LoaderFailed(Exception):
     """The loading process crashed, timed out or wrote no result: its cases are errors, never guessed."""
@@ -78,10 +80,8 @@ class LoaderProcess:
         return "closed its output without answering" if code in (None, 0) else f"exited with code {code}"
 
     def _stderr_tail(self, offset: int) -> str:
-        with open(self._stderr_path, "rb") as stderr:
-            stderr.seek(offset)
-            lines = stderr.read().decode(errors="replace").strip().splitlines()[-3:]
-        return ": " + " | ".join(line.strip() for line in lines) if lines else ""
+        lines = stderr_tail(self._stderr_path, offset)
+        return ": " + " | ".join(lines) if lines else ""
 
     def _at_exit(self) -> None:
         self.close()

@@ -13,6 +13,8 @@ import tempfile
 import time
 from typing import Any
 
+from compat._stderr_tail import stderr_tail
+
 WORKERS = 2
 STARTUP_SECONDS = 120.0
 """Time for both workers to import TensorFlow and form the cluster (gRPC servers, collectives)."""
@@ -99,9 +101,7 @@ def _wait(processes: list[subprocess.Popen[bytes]], limit: float, workdir: str) 
 
 
 def _tail(workdir: str, index: int) -> str:
-    with open(os.path.join(workdir, f"worker{index}.log"), "rb") as log:
-        lines = log.read().decode("utf-8", "replace").strip().splitlines()
-    return " | ".join(lines[-3:])
+    return " | ".join(stderr_tail(os.path.join(workdir, f"worker{index}.log")))
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:

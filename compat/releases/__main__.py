@@ -1,7 +1,10 @@
 """`python -m compat.releases REPORT.json ... [--output_dir=reports]`: merge per-release reports into matrix.*.
 
 argparse, not absl: nox runs this with its own interpreter, where only the standard library is sure to exist.
-Exit codes: 0 merged, 2 usage error (a report that is missing or not a compat-check JSON report).
+Every report is checked against compat-check's JSON schema before anything is written, and the three files are
+written all or none (a failure leaves the old ones). Exit codes: 0 merged, 2 usage error (a report that is
+missing, not a compat-check JSON report or breaks its schema, two reports of one release, an --output_dir that
+cannot be written), each naming the file.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import sys
 from pathlib import Path
 
 from compat.releases import html, markdown
-from compat.releases.merge import load_report, merge
+from compat.releases.merge import distinct_releases, load_report, merge
+from compat.releases.output import OutputDirError, write_all
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,14 +26,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         reports = [load_report(path) for path in args.reports]
+        distinct_releases(args.reports, reports)
     except ValueError as exc:
         parser.error(str(exc))
     matrix = merge(reports)
+    files = {"matrix.json": json.dumps(matrix, indent=2, ensure_ascii=False) + "\n",
+             "matrix.md": markdown.render(matrix), "matrix.html": html.render(matrix)}
+    try:
+        write_all(args.output_dir, files)
+    except OutputDirError as exc:
+        parser.error(str(exc))
     out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "matrix.json").write_text(json.dumps(matrix, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "matrix.md").write_text(markdown.render(matrix), encoding="utf-8")
-    (out / "matrix.html").write_text(html.render(matrix), encoding="utf-8")
     summary = matrix["summary"]
     print(f"{summary['releases_ran']} releases ran, {summary['releases_skipped']} skipped; {summary['changed']} of "
           f"{summary['rows']} cells change: {out / 'matrix.md'}, {out / 'matrix.html'}, {out / 'matrix.json'}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -9,9 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from compat._version import __version__ as _VERSION
+from compat.releases.schema import SchemaMismatch, validate
+
 MATRIX_SCHEMA_VERSION = 1
 _RELEASE_IN_NAME = re.compile(r"tf-?(?P<release>[0-9]+\.[0-9]+|nightly)")
 _DEFAULT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
+_SCHEMA_PATH = Path(__file__).resolve().parent.parent / "reports" / "check_report.schema.json"
 
 
 def skip_record(release: str, reason: str) -> dict[str, Any]:
@@ -20,24 +25,82 @@ def skip_record(release: str, reason: str) -> dict[str, Any]:
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
-    """One release's JSON report (or skip record), with `release` set from the report or the file name.
+    """One release's JSON report (or skip record), checked against its schema, with `release` set from the
+    report or the file name.
 
     Raises:
-      ValueError: the file is not a compat-check JSON report; the message names it and says how to make one.
+      ValueError: the file is not a compat-check JSON report, or breaks its schema; the message names the file,
+        the JSON path and what is wrong, and says how to make a good one.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not a readable JSON report ({exc}); make one with "
-                         f"`compat-check --format=json --output={path}`") from None
+    remake = f"make one with `compat-check --format=json --output={path}`"
+    data = _read_json(path, remake)
     if not isinstance(data, dict) or data.get("tool") != "compat-check":
-        raise ValueError(f"{path}: not a compat-check report (no \"tool\": \"compat-check\"); make one with "
-                         f"`compat-check --format=json --output={path}`")
+        raise ValueError(f"{path}: not a compat-check report (no \"tool\": \"compat-check\"); {remake}")
+    try:
+        if "release_skipped" in data:
+            validate(data, SKIP_RECORD_SCHEMA)
+        else:
+            given = {key: data.pop(key) for key in ("release",) if key in data}
+            validate(given, {"properties": {"release": _RELEASE}})
+            validate(data, check_report_schema())
+            data.update(given)
+            _unique_cells(data)
+    except SchemaMismatch as exc:
+        raise ValueError(f"{path}: {exc}; this is not what compat-check {_VERSION} writes: {remake}") from None
     if "release" not in data:
         match = _RELEASE_IN_NAME.search(path.name)
         data["release"] = match["release"] if match else ".".join(str(data.get("tensorflow", "?")).split(".")[:2])
     return data
+
+
+_RELEASE = {"type": "string", "pattern": "^[^\\s]+$", "description": "a release name such as \"2.12\""}
+SKIP_RECORD_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["tool", "release", "release_skipped"],
+    "properties": {"tool": {"const": "compat-check"}, "release": _RELEASE, "release_skipped": {"type": "string"}},
+}
+"""What `skip_record` writes (and nox, for a release that cannot be installed)."""
+
+
+@functools.cache
+def check_report_schema() -> dict[str, Any]:
+    """`compat/reports/check_report.schema.json`, read without importing compat.reports (numpy)."""
+    schema: dict[str, Any] = json.loads(_SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
+
+
+def _read_json(path: Path, remake: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable JSON report ({exc}); {remake}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deep for Python's JSON parser; a compat-check report never is; "
+                         f"{remake}") from None
+
+
+def _unique_cells(report: dict[str, Any]) -> None:
+    """Raise SchemaMismatch if two cells are the same (spec, scenario, dtype, variant): one would hide the other."""
+    seen: dict[tuple[str, str, str, str], int] = {}
+    for index, cell in enumerate(report["cells"]):
+        key = (cell["spec"], cell["scenario"], cell["dtype"], cell["variant"])
+        if key in seen:
+            raise SchemaMismatch(f"$.cells[{index}]", f"the same spec, scenario, dtype and variant as "
+                                                      f"$.cells[{seen[key]}] ({', '.join(key)})")
+        seen[key] = index
+
+
+def distinct_releases(paths: Sequence[str | Path], reports: Sequence[dict[str, Any]]) -> None:
+    """Raise ValueError naming both files if two reports are of the same release: the later would silently
+    replace the earlier in every row."""
+    first: dict[str, str | Path] = {}
+    for path, report in zip(paths, reports, strict=True):
+        release = report["release"]
+        if release in first:
+            raise ValueError(f"{first[release]} and {path} are both release {release}: pass one report per "
+                             "release (a report's release is its \"release\" key, else tfX.Y in its file name, "
+                             "else its TensorFlow version)")
+        first[release] = path
 
 
 def merge(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -46,8 +109,13 @@ def merge(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     A row is (spec, scenario, dtype, variant); a cell there holds the release's status, the upstream values its
     gradient function saw (first call), the input gradients and the difference kinds against the reference.
-    Values are compared with the dtype's tolerances from the reports (numpy.isclose rules).
+    Values are compared with the dtype's tolerances from the reports (numpy.isclose rules). Two reports of
+    one release are a ValueError (`distinct_releases` names their files).
     """
+    every = [r["release"] for r in reports]
+    twice = sorted({name for name in every if every.count(name) > 1})
+    if twice:
+        raise ValueError(f"release {twice[0]} appears in {every.count(twice[0])} reports: merge one per release")
     ran = [r for r in reports if "release_skipped" not in r]
     releases = [{"release": r["release"], "tensorflow": r.get("tensorflow"),
                  "status": "skipped" if "release_skipped" in r else "ran", "reason": r.get("release_skipped", ""),
@@ -113,7 +181,7 @@ def close(a: Any, b: Any, tolerance: dict[str, Any]) -> bool:
     """Two JSON values equal, numbers within numpy.isclose(rtol, atol) and non-finite strings equal."""
     if isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
         if isinstance(a, list) and isinstance(b, list):
-            return len(a) == len(b) and all(close(x, y, tolerance) for x, y in zip(a, b))
+            return len(a) == len(b) and all(close(x, y, tolerance) for x, y in zip(a, b, strict=True))
         if isinstance(a, dict) and isinstance(b, dict):
             return a.keys() == b.keys() and all(close(a[k], b[k], tolerance) for k in a)
         return bool(a == b)

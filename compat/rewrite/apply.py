@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import libcst as cst
+import libcst.metadata as meta
 
+from compat.rewrite.grad_body import binding_names
 from compat.rewrite.plan import Plan
 from compat.rewrite.todo import leading_lines, with_todos
 
@@ -56,6 +58,34 @@ def _with_blank_lines(stmt: cst.BaseStatement, count: int) -> cst.BaseStatement:
     if blanks >= count:
         return stmt
     return stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * (count - blanks) + lines)
+
+
+def _free_names(statements: Sequence[cst.BaseStatement]) -> set[str]:
+    """Names `statements` read that they do not bind themselves (nor are builtins): module names they need."""
+    module = cst.Module(body=[s for s in statements
+                              if isinstance(s, cst.SimpleStatementLine | cst.BaseCompoundStatement)])
+    scopes = meta.MetadataWrapper(module).resolve(meta.ScopeProvider)
+    return {access.node.value for scope in set(scopes.values()) if scope is not None for access in scope.accesses
+            if not access.referents and isinstance(access.node, cst.Name)}
+
+
+def _insertion_point(body: Sequence[cst.BaseStatement], new: Sequence[cst.BaseStatement]) -> int:
+    """Where module-level `new` statements go: after the imports (and docstring) at the top, and after the first
+    binding of every module name they read (an import in `try:`, or after a call, binds `tf` later)."""
+    at = 0
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.FunctionDef | cst.ClassDef):
+            break
+        if _is_import(stmt) or (i == 0 and _is_docstring(stmt)):
+            at = i + 1
+    needed = _free_names(new)
+    for i, stmt in enumerate(body):
+        if not needed:
+            break
+        bound = needed & set(binding_names(stmt))
+        if bound:
+            at, needed = max(at, i + 1), needed - bound
+    return at
 
 
 class ApplyPlan(cst.CSTTransformer):
@@ -167,17 +197,12 @@ class ApplyPlan(cst.CSTTransformer):
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         body: list[Any] = self._drop_placeholders(updated.body, max_blank=2) if any(
             id(s) in self._removed for s in updated.body) else list(updated.body)
-        at = 0
-        for i, stmt in enumerate(body):
-            if isinstance(stmt, cst.FunctionDef | cst.ClassDef):
-                break
-            if _is_import(stmt) or (i == 0 and _is_docstring(stmt)):
-                at = i + 1
         extra: list[Any] = []
         if self.plan.add_tf_import:
             extra.append(cst.parse_statement(f"import tensorflow as {self.plan.tf_alias}\n"))
         extra += [_with_blank_lines(h, 2) for h in self.plan.helpers]
         if extra:
+            at = _insertion_point(body, extra)
             if at < len(body):
                 body[at] = _with_blank_lines(body[at], 2)
             body = [*body[:at], *extra, *body[at:]]

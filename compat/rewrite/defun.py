@@ -14,10 +14,15 @@ import libcst as cst
 import libcst.metadata as meta
 
 from compat.rewrite.context import ModuleContext
-from compat.rewrite.grad_body import (Refused, assigned_names, map_gradient_body, reads_outputs_differentiably,
-                                      stateful_call)
+from compat.rewrite.grad_body import (
+    Refused,
+    assigned_names,
+    map_gradient_body,
+    reads_outputs_differentiably,
+)
 from compat.rewrite.names import local_fresh, names_in
 from compat.rewrite.plan import Plan
+from compat.rewrite.stateful import nondeterministic_call
 
 _HANDLED_KEYWORDS = frozenset({"grad_func", "python_grad_func", "func_name"})
 
@@ -70,6 +75,7 @@ def _analyse(ctx: ModuleContext, site: DefunSite, python: bool) -> None:
         return
     site.fn = fn
     name = fn.name.value
+    _check_call_sites(ctx, site, fn)
     for arg in call.args:
         if arg.keyword is None:
             continue
@@ -103,6 +109,38 @@ def _analyse(ctx: ModuleContext, site: DefunSite, python: bool) -> None:
         site.refuse(f"`{name}` reassigns its input {', '.join(rebound)}, which the gradient also reads: "
                     "rename it, or rewrite by hand")
     _analyse_grad(ctx, site, python, len(params.params), final)
+
+
+def _check_call_sites(ctx: ModuleContext, site: DefunSite, fn: cst.FunctionDef) -> None:
+    """Refuse a Defun used other than called with positional tensors: the rewrite would break that use.
+
+    A Defun call takes `name=` (the op's name) and a Defun has attributes (`.name`, `.definition`,
+    `.add_to_graph`...); a tf.custom_gradient function has neither, and a Defun passed on may be used so.
+    """
+    name = fn.name.value
+    for ref in sorted(_references(ctx, fn), key=lambda node: (ctx.line(node), ctx.positions[node].start.column)):
+        parent = ctx.parent(ref)
+        if isinstance(parent, cst.Call) and parent.func is ref:
+            keywords = [a for a in parent.args if a.keyword is not None or a.star == "**"]
+            if not keywords:
+                continue
+            shown = ", ".join(ctx.code(a).rstrip(", ") for a in keywords)
+            site.refuse(f"`{name}` is called with `{shown}`, which a tf.custom_gradient function does not take: "
+                        "drop it (use tf.name_scope for a name), or rewrite by hand")
+        elif isinstance(parent, cst.Attribute) and parent.value is ref:
+            site.refuse(f"`{name}.{parent.attr.value}` reads an attribute of the Defun, which a "
+                        "tf.custom_gradient function does not have: rewrite that use, or rewrite by hand")
+        else:
+            site.refuse(f"`{name}` is used as a value in `{_first_line(ctx, ref)}`, where it may be used as a "
+                        "Defun (attributes, `name=`): check that use, or rewrite by hand")
+        return
+
+
+def _first_line(ctx: ModuleContext, node: cst.CSTNode) -> str:
+    """The first line of the statement holding `node`, without the comments above it."""
+    statement = ctx.statement(node)
+    code = ctx.code(statement.with_changes(leading_lines=()) if hasattr(statement, "leading_lines") else statement)
+    return code.strip().splitlines()[0][:80]
 
 
 def _analyse_grad(ctx: ModuleContext, site: DefunSite, python: bool, n_inputs: int, final: cst.Return) -> None:
@@ -139,7 +177,11 @@ def _analyse_grad(ctx: ModuleContext, site: DefunSite, python: bool, n_inputs: i
         site.refuse(f"the {kind} `{ctx.code(grad)}` does not take one gradient per output: rewrite by hand")
         return
     value = final.value
-    if isinstance(value, cst.Tuple) and len(value.elements) != site.n_outputs:
+    if isinstance(value, cst.Tuple | cst.List) and any(isinstance(e, cst.StarredElement) for e in value.elements):
+        site.refuse(f"`{site.fn.name.value if site.fn else '?'}` returns `{ctx.code(value)}`, whose number of "
+                    "outputs is not known statically: rewrite by hand")
+        return
+    if isinstance(value, cst.Tuple | cst.List) and len(value.elements) != site.n_outputs:
         site.refuse(f"`{site.fn.name.value if site.fn else '?'}` returns {len(value.elements)} outputs but its "
                     f"{kind} takes {site.n_outputs} gradients: rewrite by hand")
         return
@@ -166,11 +208,11 @@ def _check_reinvocable(ctx: ModuleContext, site: DefunSite, grad_body: cst.CSTNo
     name = fn.name.value
     why = (f"`{name}`'s gradient reads op.outputs, whose second-order gradients go through that gradient again; "
            f"the rewrite keeps this by calling `{name}` again from its gradient, ")
-    stateful = stateful_call(fn.body)
+    stateful = nondeterministic_call(ctx, fn.body)
     scope = ctx.scopes.get(fn)
     bindings = [a for a in scope[name] if isinstance(a, meta.Assignment)] if scope is not None else []
     if stateful:
-        site.refuse(why + f"but `{stateful}` is random or stateful and would give another value: rewrite by hand")
+        site.refuse(why + f"but {stateful}: a second call could give another value, rewrite by hand")
     elif isinstance(scope, meta.ClassScope) or len(bindings) != 1 or name in names_in(fn.body) | names_in(
             grad_body):
         site.refuse(why + f"but `{name}` is defined in a class body, rebound, or shadowed there: rewrite by hand")
@@ -233,6 +275,23 @@ def _comments_in(node: cst.CSTNode) -> list[cst.Comment]:
     return [n for n in ModuleContext.walk(node) if isinstance(n, cst.Comment)]
 
 
+def _as_called(value: cst.BaseExpression) -> cst.BaseExpression:
+    """What calling the Defun gives for `return value`: one output's tensor itself, several outputs as a tuple.
+
+    TF1 unpacks a single output (`return (y,)` gives `y`) and returns several as a tuple; tf.custom_gradient
+    returns what the function returns.
+    """
+    if not isinstance(value, cst.Tuple | cst.List):
+        return value
+    if len(value.elements) == 1:
+        return value.elements[0].value
+    if isinstance(value, cst.List):
+        return cst.Tuple(elements=value.elements,
+                         lpar=[cst.LeftParen(whitespace_after=value.lbracket.whitespace_after)],
+                         rpar=[cst.RightParen(whitespace_before=value.rbracket.whitespace_before)])
+    return value
+
+
 def _build_one(ctx: ModuleContext, site: DefunSite, tf: str, updated: cst.CSTNode) -> list[cst.BaseStatement]:
     return [_build(ctx, site, tf, updated)]
 
@@ -243,7 +302,10 @@ def _build(ctx: ModuleContext, site: DefunSite, tf: str, updated: cst.CSTNode) -
     inputs = [p.name.value for p in updated.params.params]
     grad_body_source: cst.CSTNode = grad.body if isinstance(grad, cst.Lambda) else (
         site.grad_def.body if site.pattern == "defun_python_grad_func" and site.grad_def else cst.Name("_"))
-    avoid = names_in(updated.body) | names_in(grad_body_source) | set(inputs)
+    # Names the new body reads besides the moved code's: the grad_func it calls, the function it calls again.
+    called = {site.grad_def.name.value} if site.pattern == "defun_grad_func" and site.grad_def else set()
+    called |= {updated.name.value} if site.reinvoke else set()
+    avoid = names_in(updated.body) | names_in(grad_body_source) | set(inputs) | called
     y = local_fresh("y", avoid)
     legacy = site.grad_def.name.value if site.pattern == "defun_python_grad_func" and site.grad_def else None
     inner = legacy if legacy and legacy not in avoid | {y} else local_fresh("grad", avoid | {y})
@@ -272,11 +334,12 @@ def _build(ctx: ModuleContext, site: DefunSite, tf: str, updated: cst.CSTNode) -
     inner_def = tail[0]
     assert isinstance(inner_def, cst.FunctionDef)
     forward_output = cst.SimpleStatementLine(
-        body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(y))], value=value)],
+        body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(y))], value=_as_called(value))],
         leading_lines=last.leading_lines, trailing_whitespace=last.trailing_whitespace)
+    blank = [cst.EmptyLine(indent=False)]
     statements = [*updated.body.body[:-1], forward_output,
-                  inner_def.with_changes(body=body.with_changes(footer=()), leading_lines=[cst.EmptyLine(indent=False)]),
-                  tail[1].with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
+                  inner_def.with_changes(body=body.with_changes(footer=()), leading_lines=blank),
+                  tail[1].with_changes(leading_lines=blank)]
     decorator = updated.decorators[0]
     moved = {c.value for c in _comments_in(grad)} if isinstance(grad, cst.Lambda) else set()
     comments = [cst.EmptyLine(comment=c) for c in _comments_in(decorator) if c.value not in moved]

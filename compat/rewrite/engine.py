@@ -8,10 +8,12 @@ import libcst as cst
 
 from compat.audit.suggestions import snake
 from compat.rewrite import builtin_gradients, cleanup
-from compat.rewrite.apply import ApplyPlan
 from compat.rewrite.context import ModuleContext
 from compat.rewrite.defun import find_defuns, plan_defuns
+from compat.rewrite.names import local_names
+from compat.rewrite.newlines import keep_final_newlines
 from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, stray_map_calls
+from compat.rewrite.partial import apply_plan, plan_node_ids
 from compat.rewrite.plan import CallEdit, Plan
 from compat.rewrite.register_gradient import Registration, build, check_uses, find_registrations, new_name
 from compat.rewrite.result import SourceResult
@@ -42,9 +44,9 @@ def rewrite_source(text: str, path: str = "<string>") -> SourceResult:
     plan.sites.sort()
     if not any(s.outcome == "rewritten" for s in plan.sites):
         plan.add_tf_import = False
-    new = ctx.wrapper.visit(ApplyPlan(plan))
-    code = cleanup.tidy(new.code, ctx, plan)
-    return SourceResult(code, tuple(plan.sites))
+    new = apply_plan(ctx.module, plan, ctx.path_ids_to(plan_node_ids(plan)))
+    code = cleanup.tidy(new, ctx, plan)
+    return SourceResult(keep_final_newlines(text, code), tuple(plan.sites))
 
 
 def _plan_overrides(ctx: ModuleContext, plan: Plan) -> None:
@@ -124,23 +126,26 @@ def _builtin_helper(ctx: ModuleContext, plan: Plan, use: OverrideUse) -> str:
     gradient = builtin_gradients.lookup(str(use.gradient))
     assert gradient is not None
     name = ctx.fresh(f"_{snake(use.op_type)}_with_{snake(str(use.gradient))}_grad")
-    args = [cst.Arg(cst.Name("x")) if i == use.tensor_args[0] or a.keyword is not None and
-            a.keyword.value == use.tensor_args[0] else a for i, a in enumerate(use.call.args)]
+    # The helper's locals never hide a name the op call reads besides its tensor (`name=y`, y imported).
+    x, y, grad, dy = local_names(("x", "y", "grad", "dy"), use.other_names())
+    tensor = use.tensor_positions()
+    args = [cst.Arg(cst.Name(x)) if i in tensor else a for i, a in enumerate(use.call.args)]
     forward = ctx.module.code_for_node(use.call.with_changes(args=args))
     entry = f'"{use.op_type}": {use.shown}'
     source = (f"# Rewritten by gradcompat from gradient_override_map({{{entry}}}).\n"
               f"@{plan.tf_alias}.custom_gradient\n"
-              f"def {name}(x):\n"
-              f"    y = {forward}\n\n"
-              f"    def grad(dy):\n"
-              f"        return {gradient.expression('dy')}\n\n"
-              f"    return y, grad\n")
+              f"def {name}({x}):\n"
+              f"    {y} = {forward}\n\n"
+              f"    def {grad}({dy}):\n"
+              f"        return {gradient.expression(dy)}\n\n"
+              f"    return {y}, {grad}\n")
     plan.helpers.append(cst.parse_statement(source, config=ctx.module.config_for_parsing))
     helpers[key] = name
     return name
 
 
-def _build_registration(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.CSTNode) -> list[cst.BaseStatement]:
+def _build_registration(ctx: ModuleContext, reg: Registration, tf: str,
+                        updated: cst.CSTNode) -> list[cst.BaseStatement]:
     assert isinstance(updated, cst.FunctionDef)
     return [build(ctx, reg, tf, updated)]
 

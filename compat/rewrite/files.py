@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 import os
 import stat
-import tempfile
 import tokenize
 from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
 
+from compat.audit import token_scan
 from compat.audit.walker import iter_python_files
 from compat.rewrite.engine import rewrite_source
-from compat.rewrite.result import FileResult
+from compat.rewrite.replace import Snapshot, replace
+from compat.rewrite.result import PATTERNS, FileResult, Site, Status
+from compat.rewrite.todo import PREFIX as TODO_PREFIX
 
 DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
-
-
-@dataclasses.dataclass(frozen=True)
-class _Snapshot:
-    """What a file looked like when read: replaced only if it still looks the same."""
-
-    mtime_ns: int
-    size: int
-    digest: str
-    mode: int
 
 
 def _open_regular(path: str) -> tuple[int, os.stat_result] | str:
@@ -49,7 +40,7 @@ def _open_regular(path: str) -> tuple[int, os.stat_result] | str:
     return fd, after
 
 
-def _read(path: str, max_bytes: int) -> tuple[bytes, _Snapshot] | FileResult:
+def _read(path: str, max_bytes: int) -> tuple[bytes, Snapshot] | FileResult:
     opened = _open_regular(path)
     if isinstance(opened, str):
         status = "failed" if opened.startswith("cannot read") else "skipped"
@@ -62,7 +53,7 @@ def _read(path: str, max_bytes: int) -> tuple[bytes, _Snapshot] | FileResult:
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         return FileResult(path, "skipped", f"file grew past the rewrite limit ({max_bytes} bytes) while read")
-    return data, _Snapshot(st.st_mtime_ns, len(data), hashlib.sha256(data).hexdigest(), stat.S_IMODE(st.st_mode))
+    return data, Snapshot.of(st, data)
 
 
 def _decode(data: bytes) -> tuple[str, str] | str:
@@ -89,24 +80,47 @@ def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEF
     try:
         result = rewrite_source(text, path)
     except cst.ParserSyntaxError as e:
-        return FileResult(path, "failed", f"syntax error at line {e.raw_line}: {e.message}; not touched")
+        return _unparsable(path, text, f"syntax error at line {e.raw_line}: {e.message}; not touched")
     except RecursionError:
         return FileResult(path, "failed", "too deeply nested to rewrite; not touched")
     if result.text == text:
         return FileResult(path, "unchanged", sites=result.sites, original=text, rewritten=text)
+    status: Status = "todo" if _without_todos(result.text) == _without_todos(text) else "rewritten"
     written = False
     if in_place:
-        reason = _replace(path, result.text.encode(encoding), snapshot)
+        reason = replace(path, result.text.encode(encoding), snapshot)
         if reason:
             return FileResult(path, "skipped", reason, result.sites, text, result.text)
         written = True
-    return FileResult(path, "rewritten", "", result.sites, text, result.text, written)
+    return FileResult(path, status, "", result.sites, text, result.text, written)
+
+
+def _without_todos(text: str) -> list[str]:
+    """The lines of `text` but its `# TODO(gradcompat): ...` comment lines: equal for a TODO-only change."""
+    return [line for line in text.splitlines() if not line.lstrip().startswith(TODO_PREFIX)]
+
+
+def _unparsable(path: str, text: str, reason: str) -> FileResult:
+    """A file that does not parse (Python 2 code, often): `failed`, with the legacy calls a scan of its code text
+    finds as `skipped` sites, so they are counted and the reason says to port the file first."""
+    found = token_scan.legacy_sites(text)
+    if not found:
+        return FileResult(path, "failed", reason)
+    why = "the file does not parse: port it to Python 3 first, then rewrite it"
+    sites = tuple(Site(site.line, _PATTERNS_BY_RULE[site.rule], "skipped", why) for site in found)
+    held = token_scan.describe(found)
+    return FileResult(path, "failed", f"{reason}; it holds {held}, found without parsing: port it to Python 3 first "
+                                      f"(e.g. `python3.11 -m lib2to3 -w {os.path.basename(path)}`), then run "
+                                      f"compat-rewrite again", sites)
+
+
+_PATTERNS_BY_RULE = {rule: pattern for pattern, rule in PATTERNS.items()}
 
 
 def write_result(result: FileResult, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileResult:
     """Write a dry run's rewrite into its file, atomically, if the file still holds the text that was rewritten
     (e.g. after `--verify` proved it); otherwise the result is `skipped` with the reason, the file untouched."""
-    if result.status != "rewritten" or result.written:
+    if result.status not in ("rewritten", "todo") or result.written:
         return result
     read = _read(result.path, max_file_bytes)
     if isinstance(read, FileResult):
@@ -116,66 +130,36 @@ def write_result(result: FileResult, max_file_bytes: int = DEFAULT_MAX_FILE_BYTE
     if isinstance(decoded, str) or decoded[0] != result.original:
         return dataclasses.replace(result, status="skipped",
                                    reason="file changed since it was read; not overwritten (run again)")
-    reason = _replace(result.path, result.rewritten.encode(decoded[1]), snapshot)
+    reason = replace(result.path, result.rewritten.encode(decoded[1]), snapshot)
     if reason:
         return dataclasses.replace(result, status="skipped", reason=reason)
     return dataclasses.replace(result, written=True)
 
 
-def _unchanged_since(path: str, snapshot: _Snapshot) -> bool:
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or (st.st_mtime_ns, st.st_size) != (snapshot.mtime_ns, snapshot.size):
-            return False
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest() == snapshot.digest
-    except OSError:
-        return False
-
-
-def _replace(path: str, data: bytes, snapshot: _Snapshot) -> str | None:
-    """Write through a temporary file in the same directory and os.replace; None on success, else why not."""
-    target = os.path.realpath(path)  # a symlink to a regular file: rewrite the file, keep the link
-    directory = os.path.dirname(target)
-    try:
-        fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
-    except OSError as e:
-        return f"cannot write next to the file: {e.strerror or e}"
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, snapshot.mode)
-        if not _unchanged_since(target, snapshot):
-            os.unlink(temporary)
-            return "file changed since it was read; not overwritten (run again)"
-        os.replace(temporary, target)
-    except BaseException as e:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        if isinstance(e, OSError):
-            return f"cannot write: {e.strerror or e}"
-        raise
-    return None
-
-
-def _files(paths: Iterable[str], excludes: Iterable[str]) -> Iterator[str]:
+def _files(paths: Iterable[str], excludes: Iterable[str], *, default_excludes: bool = True,
+           on_default_excluded: Callable[[str], None] | None = None) -> Iterator[str]:
     """Like the audit's walk, but a path given explicitly is always yielded, even a FIFO (to be reported)."""
     excludes = tuple(excludes)
     for root in paths:
         if os.path.isdir(root):
-            yield from iter_python_files([root], excludes)
+            yield from iter_python_files([root], excludes, default_excludes=default_excludes,
+                                         on_default_excluded=on_default_excluded)
         else:
             yield root
 
 
 def rewrite_paths(
-    paths: Iterable[str], *, in_place: bool = False, excludes: Iterable[str] = (),
+    paths: Iterable[str], *, in_place: bool = False, excludes: Iterable[str] = (), default_excludes: bool = True,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, on_file: Callable[[FileResult], None] | None = None,
+    on_default_excluded: Callable[[str], None] | None = None,
 ) -> Iterator[FileResult]:
-    """Rewrite every `.py` file under `paths` (files given explicitly whatever their suffix), in order."""
-    for path in _files(paths, excludes):
+    """Rewrite every `.py` file under `paths` (files given explicitly whatever their suffix), in order.
+
+    With `default_excludes`, virtualenvs, installed packages, version control and build directories found under
+    a directory are not entered (`compat.audit.walker.DEFAULT_EXCLUDES`; each is passed to
+    `on_default_excluded`); a path given in `paths` is always rewritten.
+    """
+    for path in _files(paths, excludes, default_excludes=default_excludes, on_default_excluded=on_default_excluded):
         result = rewrite_file(path, in_place=in_place, max_file_bytes=max_file_bytes)
         if on_file is not None:
             on_file(result)

@@ -44,7 +44,7 @@ def _single_target(stmt: cst.BaseStatement) -> tuple[cst.BaseAssignTargetExpress
 
 
 def binding_names(node: cst.CSTNode) -> list[str]:
-    """Names a body binds in its own scope, once per binding (assignments, loop/with targets, nested defs)."""
+    """Names a body binds in its own scope, once per binding (assignments, loop/with targets, imports, defs)."""
     found: list[str] = []
 
     class _Collect(cst.CSTVisitor):
@@ -71,6 +71,10 @@ def binding_names(node: cst.CSTNode) -> list[str]:
 
         def visit_AsName(self, node: cst.AsName) -> None:
             self._targets(node.name)
+
+        def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+            if node.asname is None:  # `import a.b` binds `a`; `import a.b as c` binds c (visit_AsName)
+                found.append(node.evaluated_name.split(".")[0])
 
         def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
             self._targets(node.target)
@@ -294,33 +298,4 @@ def reads_outputs_differentiably(body: cst.BaseSuite | cst.BaseExpression, op: s
 
     assert isinstance(stripped, cst.CSTNode)
     stripped.visit(_Find())
-    return found
-
-
-# Forward calls that give another value, or have another effect, when the forward is run again.
-_STATEFUL_WORDS = ("random", "dropout", "assign", "variable", "py_func", "numpy_function", "print", "shuffle",
-                   "uniform_candidate", "multinomial", "categorical", "truncated_normal")
-
-
-def stateful_call(node: cst.CSTNode) -> str | None:
-    """The first call in `node` whose name suggests it is random or stateful, as written, else None."""
-    for sub in _walk(node):
-        if isinstance(sub, cst.Call):
-            func = sub.func
-            leaf = func.attr.value if isinstance(func, cst.Attribute) else (
-                func.value if isinstance(func, cst.Name) else "")
-            if any(word in leaf.lower() for word in _STATEFUL_WORDS):
-                return cst.Module(body=[]).code_for_node(func)
-    return None
-
-
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-
-    class _All(cst.CSTVisitor):
-        def on_visit(self, sub: cst.CSTNode) -> bool:
-            found.append(sub)
-            return True
-
-    node.visit(_All())
     return found

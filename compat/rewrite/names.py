@@ -29,3 +29,13 @@ def local_fresh(base: str, avoid: set[str] | frozenset[str]) -> str:
     while candidate in avoid or keyword.iskeyword(candidate):
         candidate += "_"
     return candidate
+
+
+def local_names(bases: tuple[str, ...], avoid: set[str] | frozenset[str]) -> tuple[str, ...]:
+    """A fresh local name for each of `bases` (`local_fresh`), none in `avoid` nor equal to another."""
+    taken = set(avoid)
+    names = []
+    for base in bases:
+        names.append(local_fresh(base, taken))
+        taken.add(names[-1])
+    return tuple(names)

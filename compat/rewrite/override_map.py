@@ -14,6 +14,7 @@ import libcst.metadata as meta
 
 from compat.rewrite import tf_ops
 from compat.rewrite.context import ModuleContext
+from compat.rewrite.names import names_in
 
 GradKey = str | tuple[str, int]  # a literal gradient name, or ("var", id(assignment)) for a name bound at run time
 _NO_OP_CALLS = frozenset({"name_scope", "compat.v1.name_scope", "python.framework.ops.name_scope",
@@ -50,6 +51,17 @@ class OverrideUse:
     tensor_args: tuple[int | str, ...]
     signature: tuple[str, ...]  # callee and non-tensor arguments: uses sharing one function must agree
     nest: OverrideNest
+
+    def tensor_positions(self) -> list[int]:
+        """Indices in `call.args` of the tensor inputs, in the wrapper's order."""
+        return [t if isinstance(t, int) else next(i for i, a in enumerate(self.call.args)
+                                                  if a.keyword is not None and a.keyword.value == t)
+                for t in self.tensor_args]
+
+    def other_names(self) -> set[str]:
+        """Names the call reads besides its tensor inputs (callee, `name=NAME`): a rewrite must not hide them."""
+        tensors = set(self.tensor_positions())
+        return names_in(self.call.with_changes(args=[a for i, a in enumerate(self.call.args) if i not in tensors]))
 
 
 @dataclasses.dataclass
@@ -125,10 +137,45 @@ def _check_graph(ctx: ModuleContext, call: cst.Call, nest: OverrideNest) -> None
                             "ops built in that graph: check where this code runs, then use a "
                             "@tf.custom_gradient by hand")
             else:
-                nest.handles.add(graph.value)
+                switch = _graph_switch(ctx, found[0].node, call)
+                if switch is None:
+                    nest.handles.add(graph.value)
+                else:
+                    nest.refuse(f"`{graph.value}` may not be the default graph where the map is entered "
+                                f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
+                                "graph the ops are built in, then use a @tf.custom_gradient by hand")
             return
     nest.refuse(f"the map is entered on `{ctx.code(graph)}`, which the rewriter cannot prove is the graph the ops "
                 "are built in: rewrite the overridden ops as @tf.custom_gradient by hand")
+
+
+_GRAPH_SWITCHES = frozenset({"as_default", "reset_default_graph", "__enter__", "__exit__"})
+
+
+def _graph_switch(ctx: ModuleContext, handle: cst.CSTNode, map_call: cst.Call) -> str | None:
+    """A call that may change the default graph between `G = get_default_graph()` and the map, else None.
+
+    Searched in the function taking `G` (functions nested in it included, as `quantize` in DoReFa's
+    `get_dorefa`): a `with g.as_default():` around both the handle and the map is harmless; any other
+    `as_default()`, `reset_default_graph()` or hand-entered context may make `G` another graph than the one the
+    map's ops are built in.
+    """
+    function = ctx.enclosing_function(handle)
+    for node in ctx.walk(function) if function is not None else ():
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        leaf = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(
+            func, cst.Name) else None
+        if leaf not in _GRAPH_SWITCHES:
+            continue
+        item = ctx.parent(node)
+        with_node = ctx.parent(item) if isinstance(item, cst.WithItem) else None
+        if isinstance(with_node, cst.With) and all(
+                with_node in set(ctx.ancestors(n)) for n in (handle, map_call)):
+            continue
+        return ctx.code(node)
+    return None
 
 
 def _static(ctx: ModuleContext, expr: cst.BaseExpression) -> bool:
@@ -223,6 +270,11 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
     if wrapper.single_op is None:
         nest.refuse(f"`{ctx.code(call.func)}` creates several ops ({', '.join(sorted(wrapper.op_types))}) and the "
                     f"map overrides {', '.join(overridden)}: rewrite by hand")
+        return
+    if not wrapper.always_creates:
+        nest.refuse(f"`{ctx.code(call.func)}` creates no {wrapper.single_op} op when {wrapper.no_op_when}, and "
+                    "then TF1 applies no override, while a @tf.custom_gradient always would: check the dtypes, "
+                    "then rewrite by hand")
         return
     found = _tensor_args(ctx, call, wrapper, nest)
     if found is None:

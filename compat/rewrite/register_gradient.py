@@ -13,10 +13,10 @@ import libcst.metadata as meta
 
 from compat.audit.suggestions import snake
 from compat.rewrite.context import ModuleContext
-from compat.rewrite.grad_body import (Refused, adoptable_names, map_gradient_body, reads_outputs_differentiably,
-                                      stateful_call)
+from compat.rewrite.grad_body import Refused, adoptable_names, map_gradient_body, reads_outputs_differentiably
 from compat.rewrite.names import local_fresh, names_in
 from compat.rewrite.override_map import GradKey, OverrideUse, grad_key
+from compat.rewrite.stateful import nondeterministic_call
 
 
 @dataclasses.dataclass
@@ -139,11 +139,11 @@ def check_uses(ctx: ModuleContext, reg: Registration) -> None:
     if isinstance(fn_scope, meta.ClassScope):
         reg.refuse(f"`{reg.fn.name.value}` is defined in a class body: rewrite by hand")
         return
-    stateful = stateful_call(reg.uses[0].call)
+    stateful = nondeterministic_call(ctx, reg.uses[0].call)
     if stateful and reads_outputs_differentiably(reg.fn.body, reg.fn.params.params[0].name.value):
         reg.refuse(f"`{reg.fn.name.value}` reads op.outputs, so its second-order gradients go through it again; "
-                   f"the rewrite would recompute the output, but `{stateful}` is random or stateful and would give "
-                   "another value: rewrite by hand, keeping second-order gradients through the custom gradient")
+                   f"the rewrite would recompute the output, but {stateful}: a second call could give another value, "
+                   "rewrite by hand, keeping second-order gradients through the custom gradient")
         return
     for use in reg.uses:
         if not _visible(ctx, fn_scope, use.call) or (
@@ -180,8 +180,8 @@ def build(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.FunctionD
     upstream_names = {p.name.value for p in params.params[1:]}
     if isinstance(params.star_arg, cst.Param):
         upstream_names.add(params.star_arg.name.value)
-    avoid = names_in(updated.body) | upstream_names | {op}
-    adopted = adoptable_names(updated.body, op)
+    avoid = names_in(updated.body) | upstream_names | {op} | use.other_names()
+    adopted = {k: v for k, v in adoptable_names(updated.body, op).items() if v not in use.other_names()}
     taken: set[str] = set()
     inputs = []
     for i in range(len(use.wrapper.inputs)):
@@ -218,9 +218,7 @@ def build(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.FunctionD
 
 def _forward_call(ctx: ModuleContext, use: OverrideUse, inputs: list[str]) -> str:
     args = list(use.call.args)
-    for name, where in zip(inputs, use.tensor_args, strict=True):
-        index = where if isinstance(where, int) else next(
-            i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == where)
+    for name, index in zip(inputs, use.tensor_positions(), strict=True):
         args[index] = args[index].with_changes(value=cst.Name(name))
     return ctx.module.code_for_node(use.call.with_changes(args=args))
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-Outcome = Literal["rewritten", "todo"]
-Status = Literal["rewritten", "unchanged", "skipped", "failed"]
-STATUSES: tuple[Status, ...] = ("rewritten", "unchanged", "skipped", "failed")
+from compat.audit.findings import path_fields
+
+Outcome = Literal["rewritten", "todo", "skipped"]
+Status = Literal["rewritten", "todo", "unchanged", "skipped", "failed"]
+STATUSES: tuple[Status, ...] = ("rewritten", "todo", "unchanged", "skipped", "failed")
 
 # Site patterns, named after the audit rules that find them.
 PATTERNS = {
@@ -25,7 +27,8 @@ class Site:
     Attributes:
       line: 1-based line of the legacy call (the same line `compat-audit` reports).
       pattern: a key of `PATTERNS`.
-      outcome: `rewritten`, or `todo` when it was left as is with a `# TODO(gradcompat): ...` comment.
+      outcome: `rewritten`, or `todo` when it was left as is with a `# TODO(gradcompat): ...` comment, or
+        `skipped` when its file was skipped (nothing written: see the file's reason).
       reason: for `todo`, why and what to do by hand; for `rewritten`, what it became.
     """
 
@@ -56,10 +59,13 @@ class FileResult:
 
     Attributes:
       path: the file as given (or found under a given directory).
-      status: `rewritten` (changes proposed or written), `unchanged`, `skipped` (not a regular file, too
-        large, changed while being rewritten, ...) or `failed` (unreadable, undecodable, unparsable).
+      status: `rewritten` (code changes proposed or written), `todo` (the only change is `# TODO(gradcompat)`
+        comments added), `unchanged` (nothing to write; its sites may still be TODOs marked by an earlier run),
+        `skipped` (not a regular file, too large, read-only, changed while being rewritten, ...) or `failed`
+        (unreadable, undecodable, unparsable).
       reason: why, for `skipped` and `failed`.
-      sites: the legacy patterns found, rewritten or left with a TODO.
+      sites: the legacy patterns found, rewritten or left with a TODO; all `skipped` when the file was skipped
+        (a skipped file has nothing rewritten, whoever skipped it).
       original, rewritten: the text before and after (empty when skipped or failed).
       written: whether `--in-place` wrote the file.
     """
@@ -72,9 +78,14 @@ class FileResult:
     rewritten: str = dataclasses.field(default="", repr=False)
     written: bool = False
 
+    def __post_init__(self) -> None:
+        if self.status in ("skipped", "failed") and any(s.outcome != "skipped" for s in self.sites):
+            object.__setattr__(self, "sites", tuple(dataclasses.replace(s, outcome="skipped") for s in self.sites))
+
     def as_dict(self) -> dict[str, object]:
+        """JSON-ready; a file name that is not UTF-8 adds `path_bytes_hex` (as compat-audit's JSON does)."""
         return {
-            "path": self.path,
+            **path_fields(self.path),
             "status": self.status,
             "reason": self.reason,
             "written": self.written,

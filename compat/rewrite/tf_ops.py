@@ -1,8 +1,13 @@
 """TensorFlow wrappers the rewriter understands: which op types a call creates, and which arguments are tensors.
 
 Every entry was checked in a tf.compat.v1 graph (tests/rewrite/test_tf_ops.py): calling the wrapper on float
-tensors creates exactly the listed op types. A call the registry does not know is code the rewriter cannot see
-into, so an override map around it is left for a human.
+tensors of every floating dtype creates exactly the listed op types, or nothing where `no_op_when` says so (a
+same-dtype `tf.cast`). A call the registry does not know is code the rewriter cannot see into, so an override
+map around it is left for a human; so is one around a wrapper that may create no op.
+
+Only floating tensors are checked: `tf.round` of an integer tensor returns it (no op) but integer tensors carry
+no gradient either way; complex tensors are not covered (`tf.sign` of one creates Cast/ComplexAbs/DivNoNan, no
+Sign op, so a Sign override would not apply in TF1).
 """
 
 from __future__ import annotations
@@ -17,6 +22,12 @@ class OpWrapper:
     path: str
     op_types: frozenset[str]
     inputs: tuple[str, ...] = ("x",)
+    no_op_when: str = ""  # when a call creates no op at all (TensorFlow returns the input itself), if it can
+
+    @property
+    def always_creates(self) -> bool:
+        """Whether every call on floating tensors creates its op types: an override map always applies to it."""
+        return not self.no_op_when
 
     @property
     def single_op(self) -> str | None:
@@ -38,11 +49,12 @@ _MODULES = {"math": "python.ops.math_ops", "array": "python.ops.array_ops", "nn"
             "clip": "python.ops.clip_ops"}
 
 
-def _register(op_types: str | tuple[str, ...], inputs: tuple[str, ...], *paths: str, internal: str = "math") -> None:
+def _register(op_types: str | tuple[str, ...], inputs: tuple[str, ...], *paths: str, internal: str = "math",
+              no_op_when: str = "") -> None:
     types = frozenset((op_types,) if isinstance(op_types, str) else op_types)
     leaf = paths[0].rsplit(".", 1)[-1]
     for path in (*paths, f"{_MODULES[internal]}.{leaf}"):
-        WRAPPERS[path] = OpWrapper(path, types, inputs)
+        WRAPPERS[path] = OpWrapper(path, types, inputs, no_op_when)
 
 
 # Single-op wrappers: a call can be wrapped in a tf.custom_gradient.
@@ -67,7 +79,8 @@ _register(("Const", "Max"), ("input_tensor",), "reduce_max", "math.reduce_max")
 _register(("Const", "Sum"), ("input_tensor",), "reduce_sum", "math.reduce_sum")
 _register(("Const", "Mean"), ("input_tensor",), "reduce_mean", "math.reduce_mean")
 _register(("Const", "Maximum", "Minimum"), ("t",), "clip_by_value", internal="clip")
-_register(("Cast",), ("x",), "cast", internal="math")
+# Ops created or not depending on the arguments: a map overriding them may not apply at all in TF1.
+_register("Cast", ("x",), "cast", internal="math", no_op_when="it casts to the tensor's own dtype")
 
 
 def lookup(public_path: str | None) -> OpWrapper | None:

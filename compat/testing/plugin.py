@@ -54,6 +54,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}(selection='native'): run the test once per gradcompat variant (mechanism@context) "
                    f"the selection picks, passing its name as the `variant` argument; narrowed by {OPTION}")
+    if config.getoption("gradcompat_variants") and _distributes_to_xdist_workers(config):
+        # xdist's controller collects nothing, and a UsageError raised in a worker's collection reaches the
+        # user as an INTERNALERROR without its message: check the option here, before any worker starts.
+        _allowed_variants(config.getoption("gradcompat_variants"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -72,10 +76,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     option = config.getoption("gradcompat_variants")
     if not option or not any(item.get_closest_marker(MARKER) for item in items):
         return  # nothing to narrow: do not import TensorFlow to resolve the selection
-    try:
-        allowed = set(resolve_variants(option))
-    except ValueError as error:
-        raise pytest.UsageError(f"{OPTION}: {error}") from None
+    allowed = _allowed_variants(option)
     kept, dropped = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)
@@ -87,6 +88,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def _allowed_variants(option: str) -> set[str]:
+    """The variants `--gradcompat-variants` selects; a pytest.UsageError naming the option if it selects none."""
+    try:
+        return set(resolve_variants(option))
+    except ValueError as error:
+        raise pytest.UsageError(f"{OPTION}: {error}") from None
+
+
+def _distributes_to_xdist_workers(config: pytest.Config) -> bool:
+    """Whether this is pytest-xdist's controller, about to hand the tests to worker processes (`-n N`)."""
+    is_worker = hasattr(config, "workerinput")
+    return not is_worker and getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None))
 
 
 def _argnames(marker: pytest.Mark) -> list[str]:

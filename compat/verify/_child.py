@@ -1,7 +1,7 @@
 """The child process of one compat.verify side: import TensorFlow once, fork one process per entry and context.
 
     python -m compat.verify._child --side=original|rewritten --module=PATH --job_dir=DIR [--path=DIR ...]
-                                   [--package_root=DIR --package=DOTTED] --timeout_s=SECONDS
+                                   [--package_root=DIR --package=DOTTED] --timeout_s=SECONDS --deadline=MONOTONIC
 
 The original side runs with `tensorflow` seen as `tensorflow.compat.v1` (v2 behaviour disabled) in the
 v1_session context only; the rewritten side runs in TF2, in every context the job names. Each (entry, context)
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import signal
 import sys
@@ -24,7 +25,14 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compat.verify._entries import SHAPE_CANDIDATES, example_inputs
+from compat.verify._entries import (
+    SHAPE_CANDIDATES,
+    Constant,
+    InputSpec,
+    constants_of,
+    example_inputs,
+    tensor_specs,
+)
 from compat.verify._results import (
     FORWARD,
     ORIGINAL_CONTEXT,
@@ -38,7 +46,7 @@ from compat.verify._results import (
     write_resolved,
     write_side,
 )
-from compat.verify._stderr import fatal_or_tail
+from compat._stderr_tail import fatal_or_tail
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,11 +67,12 @@ class Died:
 class Side:
     """One side's work: fork a unit process per (entry, context), merge what each wrote."""
 
-    def __init__(self, module: Any, job: Job, directory: str, timeout_s: float, recorder: Any) -> None:
+    def __init__(self, module: Any, job: Job, directory: str, timeout_s: float, deadline: float,
+                 recorder: Any) -> None:
         from compat.scenarios import select_scenarios
 
         self.module, self.job, self.directory, self.recorder = module, job, directory, recorder
-        self.timeout_s, self.deadline = timeout_s, time.monotonic() + timeout_s
+        self.timeout_s, self.deadline = timeout_s, deadline
         self.scenarios = select_scenarios(list(job.scenarios) if job.scenarios is not None else None)
         names = tuple(scenario.name for scenario in self.scenarios)
         import tensorflow as tf
@@ -104,25 +113,27 @@ class Side:
             self.result = dataclasses.replace(self.result, error=outcome.error)
         return not self.result.error
 
-    def run(self, inputs: dict[str, list[tuple[str, list[int]]]]) -> SideResult:
+    def run(self, inputs: dict[str, list[InputSpec]]) -> SideResult:
         for entry, spec in inputs.items():
             values = tuple(example_inputs(entry, spec))
             for context in self.contexts:
                 if self.result.error:
                     return self.result
-                self._run_entry(entry, context, values)
+                self._run_entry(entry, context, values, constants_of(spec))
         return self.result
 
-    def _run_entry(self, entry: str, context: str, inputs: tuple[Any, ...]) -> None:
+    def _run_entry(self, entry: str, context: str, inputs: tuple[Any, ...],
+                   constants: tuple[tuple[int, Any], ...]) -> None:
         from compat.verify._unit import Unit
 
         names = (FORWARD, *self.result.scenarios)
-        outcome = self.fork(Unit(entry, context, names), inputs)
+        unit = functools.partial(Unit, entry, context, constants=constants)
+        outcome = self.fork(unit(names), inputs)
         if isinstance(outcome, SideResult) and not outcome.split:
             self._merge(outcome)
             return
         # The process died, or the module built ops in the default graph: one scenario per process.
-        forward = self.fork(Unit(entry, context, (FORWARD,)), inputs)
+        forward = self.fork(unit((FORWARD,)), inputs)
         if isinstance(forward, Died):
             for name in names:
                 self._set(entry, context, name, forward.attempt("computing the outputs"))
@@ -138,7 +149,7 @@ class Side:
             return
         outputs = tuple((value.dtype.name, tuple(value.shape)) for value in attempt.values if value is not None)
         for name in names[1:]:
-            alone = self.fork(Unit(entry, context, (name,), outputs), inputs)
+            alone = self.fork(unit((name,), outputs), inputs)
             if isinstance(alone, Died):
                 self._set(entry, context, name, alone.attempt("taking this gradient"))
             else:
@@ -209,16 +220,19 @@ def resolve_entries(side: Side, job: Job) -> Resolved:
 
     resolved = Resolved(inputs={})
     for entry, spec in job.entries.items():
-        if all(shape is not None for _, shape in spec):
-            resolved.inputs[entry] = [(dtype, list(shape or ())) for dtype, shape in spec]
+        if not any(isinstance(item, tuple) and item[1] is None for item in spec):
+            resolved.inputs[entry] = [item if isinstance(item, Constant) else (item[0], list(item[1] or ()))
+                                      for item in spec]
             continue
-        tried = []
+        tried: dict[str, list[str]] = {}
         for shape in SHAPE_CANDIDATES:
-            candidate = [(dtype, list(shape)) for dtype, _ in spec]
-            outcome = side.fork(Unit(entry, ORIGINAL_CONTEXT, (FORWARD,)), tuple(example_inputs(entry, candidate)))
+            candidate: list[InputSpec] = [item if isinstance(item, Constant) else (item[0], list(shape))
+                                          for item in spec]
+            unit = Unit(entry, ORIGINAL_CONTEXT, (FORWARD,), constants=constants_of(candidate))
+            outcome = side.fork(unit, tuple(example_inputs(entry, candidate)))
             attempt = outcome.attempts.get((entry, ORIGINAL_CONTEXT, FORWARD)) if isinstance(outcome, SideResult) \
                 else None
-            shown = ", ".join(f"{dtype}{list(shape)}" for dtype, shape in candidate)
+            shown = ", ".join(f"{item[0]}{item[1]}" for item in tensor_specs(candidate))
             if attempt is not None and attempt.status == "ok":
                 resolved.inputs[entry] = candidate
                 resolved.notes[entry] = (f"inputs inferred: {shown}, the first of ranks 1-4 the original's forward "
@@ -226,9 +240,10 @@ def resolve_entries(side: Side, job: Job) -> Resolved:
                 break
             why = outcome.message if isinstance(outcome, Died) else (
                 outcome.error or outcome.entry_errors.get(entry) or (attempt.message if attempt else "no result"))
-            tried.append(f"{shown}: {why.splitlines()[0]}")
+            tried.setdefault(why.splitlines()[0], []).append(shown)
         else:
-            resolved.unresolved[entry] = "; ".join(tried)
+            resolved.unresolved[entry] = "; ".join(f"tried {' and '.join(shapes)}: {why}"
+                                                   for why, shapes in tried.items())
     return resolved
 
 
@@ -256,7 +271,9 @@ def run_side(args: argparse.Namespace) -> SideResult:
     recorder = _setup(args.side)
     package = (args.package_root, args.package) if args.package else None
     module = Module(args.side, args.module, tuple(args.path), package)
-    side = Side(module, job, args.job_dir, args.timeout_s, recorder)
+    # The parent's deadline (CLOCK_MONOTONIC is one clock for every process), less a second to write the results.
+    deadline = args.deadline - 1.0 if args.deadline else time.monotonic() + args.timeout_s
+    side = Side(module, job, args.job_dir, args.timeout_s, deadline, recorder)
     if not side.preflight():
         if read_resolved(args.job_dir) is None:
             unresolved = {name: "the original could not be imported" for name in job.entries}
@@ -279,7 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--path", action="append", default=[], help="another directory to make importable")
     parser.add_argument("--package_root", default="", help="with --package: the directory holding the package")
     parser.add_argument("--package", default="", help="import the module as a member of this dotted package")
-    parser.add_argument("--timeout_s", type=float, default=300.0)
+    parser.add_argument("--timeout_s", type=float, default=300.0, help="the time limit, as the messages say it")
+    parser.add_argument("--deadline", type=float, default=0.0, help="time.monotonic() at which the limit runs out")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     write_side(run_side(args), args.job_dir)

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import zlib
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-Entries = dict[str, list[tuple[str, list[int]]]]
-"""Entry function name -> one (dtype name, shape) per input, e.g. {"sign_ste": [("float32", [3])]}."""
+
+@dataclasses.dataclass(frozen=True)
+class Constant:
+    """An argument passed as it is, not a tensor: `bits` in `quantize(x, bits)` (written `4` in the entries)."""
+
+    value: Any
+
+
+InputSpec = tuple[str, list[int]] | Constant
+Entries = dict[str, list[InputSpec]]
+"""Entry function name -> one (dtype name, shape) per tensor argument, or a `Constant` (a Python scalar or string
+written as is) per other argument, e.g. {"sign_ste": [("float32", [3])], "quantize": [("float32", [3]), 4]}."""
+_CONSTANT_TYPES = (int, float, bool, str, type(None))
 
 ENTRIES_CONSTANT = "GRADCOMPAT_ENTRIES"
 _SEED = 20261210
@@ -83,11 +97,18 @@ def validate_entries(value: object, where: str = "entries") -> Entries:
             raise EntriesError(f"{where}: entry `{name}`: expected a non-empty list of (dtype, shape) pairs, one per "
                                f"input, got {inputs!r}")
         entries[name] = [_input(name, index, item, where) for index, item in enumerate(inputs)]
+        if not any(isinstance(item, tuple) for item in entries[name]):
+            raise EntriesError(f"{where}: entry `{name}` has no tensor input (dtype, shape): nothing to differentiate")
     return entries
 
 
-def _input(name: str, index: int, item: object, where: str) -> tuple[str, list[int]]:
-    problem = f"{where}: entry `{name}` input {index}: expected (dtype, shape) like (\"float32\", [2, 3]), got {item!r}"
+def _input(name: str, index: int, item: object, where: str) -> InputSpec:
+    problem = (f"{where}: entry `{name}` input {index}: expected (dtype, shape) like (\"float32\", [2, 3]) for a "
+               f"tensor, or a number, bool, string or None passed as it is, got {item!r}")
+    if isinstance(item, Constant):
+        item = item.value
+    if isinstance(item, _CONSTANT_TYPES):
+        return Constant(item)
     if not isinstance(item, (list, tuple)) or len(item) != 2:
         raise EntriesError(problem)
     dtype, shape = item
@@ -111,7 +132,7 @@ def parse_entries(text: str) -> Entries:
     Example: `sign_ste:float32[3];product:float32[2,3],float32[2,3]` (an empty shape `float32[]` is a scalar).
     A name given twice, an entry without inputs and inputs not separated by commas are errors.
     """
-    entries: dict[str, list[tuple[str, list[int]]]] = {}
+    entries: Entries = {}
     for part in filter(str.strip, text.split(";")):
         match = _ENTRY_FLAG.match(part)
         if not match:
@@ -124,19 +145,59 @@ def parse_entries(text: str) -> Entries:
     return validate_entries(entries, "--entries")
 
 
-def _parse_inputs(name: str, text: str) -> list[tuple[str, list[int]]]:
-    """`float32[3],int32[2, 3]` as (dtype, shape) pairs: each input dtype[shape], separated by commas."""
-    compact = text.replace(" ", "")
-    if not compact:
+def _parse_inputs(name: str, text: str) -> list[InputSpec]:
+    """`float32[3],int32[2, 3],4` as inputs: each dtype[shape] (a tensor) or a Python literal passed as it is
+    (a number, True/False/None, a quoted string), separated by commas."""
+    if not text.strip():
         raise EntriesError(f"entry `{name}` has no inputs: give them as dtype[shape],..., e.g. {name}:float32[3]")
-    inputs = []
-    for spec in re.split(r"(?<=\]),", compact):
-        found = _INPUT_FLAG.match(spec)
-        if not found:
-            raise EntriesError(f"entry `{name}`: input {spec!r} is not dtype[shape] (inputs are dtype[shape] "
-                               f"separated by commas, e.g. float32[3] or float32[2,3],float32[2,3])")
-        inputs.append((found.group(1), [int(d) for d in found.group(2).split(",") if d]))
+    inputs: list[InputSpec] = []
+    for spec in _top_level_split(text):
+        found = _INPUT_FLAG.match(spec.replace(" ", ""))
+        if found:
+            inputs.append((found.group(1), [int(d) for d in found.group(2).split(",") if d]))
+            continue
+        try:
+            value = ast.literal_eval(spec.strip())
+        except (ValueError, SyntaxError):
+            value = ...
+        if not isinstance(value, _CONSTANT_TYPES):
+            raise EntriesError(f"entry `{name}`: input {spec.strip()!r} is not dtype[shape] nor a constant (inputs "
+                               f"are dtype[shape] or a number/True/False/None/'text' passed as it is, separated by "
+                               f"commas, e.g. float32[3] or float32[2,3],float32[2,3] or float32[3],4)")
+        inputs.append(Constant(value))
     return inputs
+
+
+def _top_level_split(text: str) -> list[str]:
+    """`text` split at commas outside brackets and quotes."""
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    return [*parts, "".join(current)]
+
+
+def tensor_specs(inputs: Sequence[InputSpec]) -> list[tuple[str, list[int]]]:
+    """The (dtype, shape) of each tensor input, in order (constants left out)."""
+    return [item for item in inputs if isinstance(item, tuple)]
+
+
+def constants_of(inputs: Sequence[InputSpec]) -> tuple[tuple[int, Any], ...]:
+    """(position, value) of each constant argument."""
+    return tuple((index, item.value) for index, item in enumerate(inputs) if isinstance(item, Constant))
 
 
 def _numpy_dtype(name: str) -> np.dtype | None:
@@ -151,11 +212,12 @@ def _numpy_dtype(name: str) -> np.dtype | None:
     return dtype if dtype.kind in "fiub" else None
 
 
-def example_inputs(entry: str, inputs: list[tuple[str, list[int]]]) -> list[np.ndarray]:
-    """Deterministic inputs for `entry`: floats k + 0.3 (k in -3..2), away from the discontinuities of sign,
-    round, floor and relu; integers in 0..2 (valid as small indices); seeded by the entry name."""
+def example_inputs(entry: str, inputs: Sequence[InputSpec]) -> list[np.ndarray]:
+    """Deterministic values for `entry`'s tensor inputs (constants left out): floats k + 0.3 (k in -3..2), away
+    from the discontinuities of sign, round, floor and relu; integers in 0..2 (valid as small indices); seeded
+    by the entry name."""
     values = []
-    for index, (dtype_name, shape) in enumerate(inputs):
+    for index, (dtype_name, shape) in enumerate(tensor_specs(inputs)):
         dtype = _numpy_dtype(dtype_name)
         assert dtype is not None, "validate_entries checks every dtype"
         rng = np.random.default_rng([_SEED, zlib.crc32(entry.encode()), index])

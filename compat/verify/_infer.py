@@ -26,6 +26,8 @@ class Inferred:
     origins: dict[str, str] = dataclasses.field(default_factory=dict)
     not_inferred: dict[str, str] = dataclasses.field(default_factory=dict)
     """Place (a function name or `line N`) -> why it gives no entry and what to declare instead."""
+    parameters: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    """Entry -> the names of the parameters its inputs are for (to say what to declare when inference fails)."""
 
 
 def infer_entries(source: str, path: str) -> Inferred:
@@ -46,6 +48,11 @@ def infer_entries(source: str, path: str) -> Inferred:
         owner = _owner(tree, line)
         if isinstance(owner, ast.FunctionDef) and owner.name not in inferred.entries:
             _add(inferred, owner, None, f"its parameters (it holds the legacy site at line {line})")
+        elif isinstance(owner, ast.ClassDef) and _instance_call(tree, owner, line) is not None:
+            name, method = _instance_call(tree, owner, line)  # type: ignore[misc]
+            if name not in inferred.entries:
+                _add(inferred, method, None, f"the parameters of {owner.name}.__call__ (`{name} = {owner.name}()` "
+                                             f"holds the legacy site at line {line})", name=name, bound=True)
         elif isinstance(owner, ast.ClassDef):
             inferred.not_inferred.setdefault(
                 f"class {owner.name}", f"line {line} is in a method: verify calls module-level functions; declare "
@@ -58,20 +65,40 @@ def infer_entries(source: str, path: str) -> Inferred:
     return inferred
 
 
-def _add(inferred: Inferred, node: ast.FunctionDef, dtypes: list[str] | None, origin: str) -> None:
+def _add(inferred: Inferred, node: ast.FunctionDef, dtypes: list[str] | None, origin: str, name: str = "",
+         bound: bool = False) -> None:
+    """An entry `name` (default: the function's) from `node`'s required positional parameters (minus `self` when
+    `bound`), or why not."""
+    name = name or node.name
     args = node.args
-    required = len(args.posonlyargs) + len(args.args) - len(args.defaults)
+    required = len(args.posonlyargs) + len(args.args) - len(args.defaults) - bound
     if dtypes is None and required == 0:
-        inferred.not_inferred[node.name] = (
+        inferred.not_inferred[name] = (
             "takes no required positional parameters" + (" (only *args)" if args.vararg else "") +
-            f": declare its inputs, e.g. GRADCOMPAT_ENTRIES = {{\"{node.name}\": [(\"float32\", [3])]}}")
+            f": declare its inputs, e.g. GRADCOMPAT_ENTRIES = {{\"{name}\": [(\"float32\", [3])]}}")
         return
     if dtypes is not None and len(dtypes) != required and args.vararg is None:
-        inferred.not_inferred[node.name] = (
+        inferred.not_inferred[name] = (
             f"its Defun declares {len(dtypes)} input dtype(s) for {required} parameter(s): declare its inputs")
         return
-    inferred.entries[node.name] = [(dtype, None) for dtype in (dtypes or ["float32"] * required)]
-    inferred.origins[node.name] = f"inferred from {origin}"
+    inferred.entries[name] = [(dtype, None) for dtype in (dtypes or ["float32"] * required)]
+    inferred.origins[name] = f"inferred from {origin}"
+    inferred.parameters[name] = [arg.arg for arg in [*args.posonlyargs, *args.args][bound:bound + required]]
+
+
+def _instance_call(tree: ast.Module, cls: ast.ClassDef, line: int) -> tuple[str, ast.FunctionDef] | None:
+    """(`name`, `__call__`) when `line` is in `cls.__call__` and the module binds `name = cls()`: the module-level
+    callable real code calls (`flip_gradient = FlipGradientBuilder()`)."""
+    method = next((node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__call__"
+                   and node.lineno <= line <= (node.end_lineno or node.lineno)), None)
+    if method is None:
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == cls.name and not node.value.args and not node.value.keywords):
+            return node.targets[0].id, method
+    return None
 
 
 def _defun_dtypes(node: ast.FunctionDef) -> list[str] | None:

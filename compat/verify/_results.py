@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from compat.results import Upstream
+from compat.verify._entries import Constant, InputSpec
 
 FORWARD = "forward"
 """The pseudo-scenario holding an entry's forward outputs (the scenarios hold its input gradients)."""
@@ -146,8 +147,19 @@ def _upstream(doc: dict[str, Any], arrays: _Arrays) -> Upstream:
                     dense_shape=None if doc["dense_shape"] is None else tuple(doc["dense_shape"]))
 
 
-InputSpec = tuple[str, "list[int] | None"]
-"""(dtype name, shape); a shape of None is inferred by the original side (see `Job.entries`)."""
+PlannedInput = tuple[str, "list[int] | None"] | Constant
+"""(dtype name, shape) of a tensor argument, a shape of None to be inferred by the original side (see
+`Job.entries`); or a Constant argument."""
+
+
+def _input_doc(item: PlannedInput) -> Any:
+    return {"constant": item.value} if isinstance(item, Constant) else [item[0], item[1]]
+
+
+def _input_of(doc: Any) -> Any:
+    if isinstance(doc, dict):
+        return Constant(doc["constant"])
+    return doc[0], None if doc[1] is None else list(doc[1])
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -159,18 +171,19 @@ class Job:
     `origins[name]` says where the entry came from (declared, --entries, inferred from a Defun ...).
     """
 
-    entries: dict[str, list[tuple[str, list[int] | None]]]
+    entries: dict[str, list[PlannedInput]]
     scenarios: tuple[str, ...] | None
     contexts: tuple[str, ...]
     origins: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def needs_inference(self) -> bool:
-        return any(shape is None for inputs in self.entries.values() for _, shape in inputs)
+        return any(isinstance(item, tuple) and item[1] is None for inputs in self.entries.values() for item in inputs)
 
 
 def write_job(job: Job, directory: str) -> None:
-    document = {"entries": job.entries, "origins": job.origins, "contexts": list(job.contexts),
+    entries = {name: [_input_doc(item) for item in inputs] for name, inputs in job.entries.items()}
+    document = {"entries": entries, "origins": job.origins, "contexts": list(job.contexts),
                 "scenarios": None if job.scenarios is None else list(job.scenarios)}
     _write_json(os.path.join(directory, "job.json"), document)
 
@@ -178,8 +191,7 @@ def write_job(job: Job, directory: str) -> None:
 def read_job(directory: str) -> Job:
     with open(os.path.join(directory, "job.json"), encoding="utf-8") as handle:
         document = json.load(handle)
-    entries = {name: [(dtype, None if shape is None else list(shape)) for dtype, shape in inputs]
-               for name, inputs in document["entries"].items()}
+    entries = {name: [_input_of(item) for item in inputs] for name, inputs in document["entries"].items()}
     scenarios = document["scenarios"]
     return Job(entries=entries, scenarios=None if scenarios is None else tuple(scenarios),
                contexts=tuple(document["contexts"]), origins=document["origins"])
@@ -190,7 +202,7 @@ class Resolved:
     """The entries with every shape known (`inputs`), how each was chosen (`notes`), and the entries whose
     inputs could not be inferred (`unresolved`: name -> why, and what to declare instead)."""
 
-    inputs: dict[str, list[tuple[str, list[int]]]]
+    inputs: dict[str, list[InputSpec]]
     notes: dict[str, str] = dataclasses.field(default_factory=dict)
     unresolved: dict[str, str] = dataclasses.field(default_factory=dict)
 
@@ -199,7 +211,9 @@ RESOLVED_FILE = "resolved.json"
 
 
 def write_resolved(resolved: Resolved, directory: str) -> None:
-    _write_json(os.path.join(directory, RESOLVED_FILE), dataclasses.asdict(resolved))
+    inputs = {name: [_input_doc(item) for item in spec] for name, spec in resolved.inputs.items()}
+    document = {"inputs": inputs, "notes": resolved.notes, "unresolved": resolved.unresolved}
+    _write_json(os.path.join(directory, RESOLVED_FILE), document)
 
 
 def read_resolved(directory: str) -> Resolved | None:
@@ -209,7 +223,7 @@ def read_resolved(directory: str) -> Resolved | None:
             document = json.load(handle)
     except FileNotFoundError:
         return None
-    inputs = {name: [(dtype, list(shape)) for dtype, shape in spec] for name, spec in document["inputs"].items()}
+    inputs = {name: [_input_of(item) for item in spec] for name, spec in document["inputs"].items()}
     return Resolved(inputs, document["notes"], document["unresolved"])
 
 

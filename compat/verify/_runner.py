@@ -17,6 +17,7 @@ from compat.verify._compare import compare_sides
 from compat.verify._entries import (
     ENTRIES_CONSTANT,
     ENTRIES_EXAMPLE,
+    Constant,
     Entries,
     EntriesError,
     declares_entries,
@@ -28,6 +29,7 @@ from compat.verify._report import VerifyReport
 from compat.verify._results import (
     FORWARD,
     Job,
+    PlannedInput,
     Resolved,
     SideResult,
     read_resolved,
@@ -35,7 +37,7 @@ from compat.verify._results import (
     write_job,
     write_resolved,
 )
-from compat.verify._stderr import fatal_or_tail
+from compat._stderr_tail import fatal_or_tail
 
 CONTEXTS: tuple[str, ...] = ("v1_session", "v1_tape", "eager_tape", "function_tape", "function_gradients")
 """The contexts the rewritten side can run in (compat.contexts); the original always runs in a v1 Session."""
@@ -111,6 +113,12 @@ class _Plan:
 
     job: Job
     not_inferred: dict[str, str]
+    parameters: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    def declaration(self, name: str) -> str:
+        """What to declare for `name`, its parameters named: a (dtype, shape) per tensor, the value for others."""
+        shown = ", ".join(f'("float32", [3]) or <{parameter}>' for parameter in self.parameters.get(name, ()))
+        return 'GRADCOMPAT_ENTRIES = {"' + name + '": [' + (shown or '("float32", [3])') + "]}"
 
 
 def plan_entries(source: str, path: str, entries: Entries | None) -> _Plan:
@@ -131,15 +139,15 @@ def plan_entries(source: str, path: str, entries: Entries | None) -> _Plan:
         raise EntriesError(f"{path}: no {ENTRIES_CONSTANT} and no entry could be inferred (a Defun with "
                            f"grad_func, or a module-level function holding a legacy site){places}; declare the "
                            f"entry points to verify, like {ENTRIES_EXAMPLE}, or pass them explicitly")
-    entries_to_infer: dict[str, list[tuple[str, list[int] | None]]] = {
+    entries_to_infer: dict[str, list[PlannedInput]] = {
         name: [(dtype, None) for dtype, _ in spec] for name, spec in inferred.entries.items()}
     job = Job(entries=entries_to_infer, scenarios=None, contexts=(), origins=inferred.origins)
-    return _Plan(job, inferred.not_inferred)
+    return _Plan(job, inferred.not_inferred, inferred.parameters)
 
 
 def _job(entries: Entries, origin: str) -> Job:
-    return Job(entries={name: [(dtype, list(shape)) for dtype, shape in spec] for name, spec in entries.items()},
-               scenarios=None, contexts=(), origins={name: origin for name in entries})
+    return Job(entries={name: list(spec) for name, spec in entries.items()}, scenarios=None, contexts=(),
+               origins={name: origin for name in entries})
 
 
 def _verify(original_path: str, rewritten_path: str, rewritten_label: str, entries: Entries | None,
@@ -154,14 +162,14 @@ def _verify(original_path: str, rewritten_path: str, rewritten_label: str, entri
     job = dataclasses.replace(plan.job, scenarios=engine_scenarios, contexts=contexts)
     write_job(job, directory)
     if not job.needs_inference:
-        write_resolved(Resolved({name: [(d, list(s or ())) for d, s in spec] for name, spec in job.entries.items()}),
-                       directory)
+        write_resolved(Resolved({name: [item if isinstance(item, Constant) else (item[0], list(item[1] or ()))
+                                        for item in spec] for name, spec in job.entries.items()}), directory)
     deadline = started + timeout_s
-    original_child = _start("original", original_path, directory, (), None, timeout_s)
+    original_child = _start("original", original_path, directory, (), None, timeout_s, deadline)
     rewritten_child = None
     if not job.needs_inference or _wait_for_resolved(directory, original_child, deadline):
         rewritten_child = _start("rewritten", rewritten_path, directory, (os.path.dirname(original_path),),
-                                 package_of(original_path), max(1.0, deadline - time.monotonic()))
+                                 package_of(original_path), timeout_s, deadline)
     original = _finish("original", original_child, directory, deadline, timeout_s)
     rewritten = (_finish("rewritten", rewritten_child, directory, deadline, timeout_s) if rewritten_child else
                  SideResult("rewritten", error="not run: the original side ended before inferring the entries' "
@@ -170,9 +178,10 @@ def _verify(original_path: str, rewritten_path: str, rewritten_label: str, entri
     names = tuple(resolved.inputs)
     notes = {name: "; ".join(filter(None, (resolved.notes.get(name), original.notes.get(name))))
              for name in names if resolved.notes.get(name) or original.notes.get(name)}
-    not_verified = {**plan.not_inferred, **{name: f"its inputs could not be inferred: {why}; declare them, e.g. "
-                                                  f"GRADCOMPAT_ENTRIES = {{\"{name}\": [(\"float32\", [3])]}}"
-                                            for name, why in resolved.unresolved.items()}}
+    not_verified = {**plan.not_inferred, **{
+        name: f"its inputs could not be inferred: {why}; declare them: a (dtype, shape) per tensor argument, the "
+              f"value itself for any other (a number of bits, a flag), e.g. {plan.declaration(name)}"
+        for name, why in resolved.unresolved.items()}}
     cells = compare_sides(original, rewritten, names, contexts, scenarios)
     if not names and not not_verified:
         not_verified["entries"] = original.error or rewritten.error or "no entry could be run"
@@ -214,12 +223,13 @@ def _package_root() -> str:
 
 
 def _start(side: str, module_path: str, directory: str, extra_paths: tuple[str, ...],
-           package: tuple[str, str] | None, timeout_s: float) -> subprocess.Popen[bytes]:
+           package: tuple[str, str] | None, timeout_s: float, deadline: float) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_package_root(), env.get("PYTHONPATH", "")]))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     command = [sys.executable, "-m", "compat.verify._child", f"--side={side}", f"--module={module_path}",
-               f"--job_dir={directory}", f"--timeout_s={timeout_s}", *(f"--path={path}" for path in extra_paths)]
+               f"--job_dir={directory}", f"--timeout_s={timeout_s}", f"--deadline={deadline!r}",
+               *(f"--path={path}" for path in extra_paths)]
     if package is not None:
         command += [f"--package_root={package[0]}", f"--package={package[1]}"]
     with open(os.path.join(directory, f"{side}.stderr"), "wb") as stderr:
@@ -237,8 +247,8 @@ def _wait_for_resolved(directory: str, child: subprocess.Popen[bytes], deadline:
     return True
 
 
-_GRACE_S = 10.0
-"""How long past the deadline a side may take to write what it has (its units are killed at the deadline)."""
+_GRACE_S = 3.0
+"""How long past the deadline a side may take to write what it has (its units are killed a second before)."""
 
 
 def _finish(side: str, child: subprocess.Popen[bytes], directory: str, deadline: float,

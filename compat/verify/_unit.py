@@ -44,6 +44,8 @@ class Unit:
     context: str
     scenarios: tuple[str, ...]
     outputs: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    constants: tuple[tuple[int, Any], ...] = ()
+    """(position, value) of the entry's arguments passed as they are, between the tensors."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +146,8 @@ def run_unit(module_ref: Module, unit: Unit, inputs: tuple[np.ndarray, ...], sce
         return SideResult(side, entry_errors={unit.entry: (
             f"{module.__file__} defines no function `{unit.entry}`; the entries name module-level functions of "
             f"the original that the rewritten module must keep")})
+    if unit.constants:
+        function = _with_constants(function, unit.constants)
     result = SideResult(side)
     runner = _EntryRunner(module_ref.path, unit, function, inputs, recorder, graph_built, seeder)
     try:
@@ -151,6 +155,18 @@ def run_unit(module_ref: Module, unit: Unit, inputs: tuple[np.ndarray, ...], sce
     except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from the entry, which contexts let through
         result.entry_errors[unit.entry] = f"`{unit.entry}` raised {describe(exc, module_ref.path)}"
     return result
+
+
+def _with_constants(function: Callable[..., Any], constants: tuple[tuple[int, Any], ...]) -> Callable[..., Any]:
+    """`function` called with the tensors it is given and the constants at their positions."""
+    def call(*tensors: Any) -> Any:
+        arguments, remaining = [], iter(tensors)
+        fixed = dict(constants)
+        for position in range(len(tensors) + len(constants)):
+            arguments.append(fixed[position] if position in fixed else next(remaining))
+        return function(*arguments)
+
+    return call
 
 
 class _EntryRunner:

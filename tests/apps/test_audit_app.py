@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-LEGACY = "import tensorflow as tf\n@tf.RegisterGradient('A')\ndef g(op, grad):\n    return grad\n"
+LEGACY = "import tensorflow as tf\n@tf.RegisterGradient('AGrad')\ndef g(op, grad):\n    return grad\n"
 
 
 def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -24,7 +24,7 @@ def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 def tree(tmp_path):
     (tmp_path / "legacy.py").write_text(LEGACY)
     (tmp_path / "vendor").mkdir()
-    (tmp_path / "vendor" / "other.py").write_text(LEGACY.replace("'A'", "'B'"))
+    (tmp_path / "vendor" / "other.py").write_text(LEGACY.replace("'AGrad'", "'BGrad'"))
     (tmp_path / "clean.py").write_text("x = 1\n")
     return tmp_path
 
@@ -40,9 +40,9 @@ def test_exit_1_with_text_findings(tree):
     proc = _run(str(tree))
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines == [f"{tree}/legacy.py:2:2: GC003 warning: RegisterGradient('A') on 'g': a graph-mode "
+    assert lines == [f"{tree}/legacy.py:2:2: GC003 warning: RegisterGradient('AGrad') on 'g': a graph-mode "
                      "gradient registry entry",
-                     f"{tree}/vendor/other.py:2:2: GC003 warning: RegisterGradient('B') on 'g': a graph-mode "
+                     f"{tree}/vendor/other.py:2:2: GC003 warning: RegisterGradient('BGrad') on 'g': a graph-mode "
                      "gradient registry entry"]
     assert "[" not in proc.stderr  # no progress bar when stderr is not a terminal
 
@@ -154,3 +154,15 @@ def test_output_in_a_new_directory_is_created_like_compat_check_does(tree, tmp_p
     proc = _run("--format=json", f"--output={target}", str(tree))
     assert proc.returncode in (0, 1), proc.stderr
     assert json.loads(target.read_text())["tool"] == "compat-audit"
+
+
+def test_default_excludes_are_listed_in_help_and_nodefault_excludes_walks_everything(tree):
+    (tree / ".venv").mkdir()
+    (tree / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tree / ".venv" / "installed.py").write_text(LEGACY.replace("'A'", "'C'"))
+    paths = {json_finding["path"] for json_finding in json.loads(_run("--format=json", str(tree)).stdout)["findings"]}
+    assert paths == {f"{tree}/legacy.py", f"{tree}/vendor/other.py"}
+    everything = json.loads(_run("--format=json", "--nodefault_excludes", str(tree)).stdout)["findings"]
+    assert f"{tree}/.venv/installed.py" in {f["path"] for f in everything}
+    help_text = _run("--help").stdout
+    assert "--[no]default_excludes" in help_text and "site-packages" in help_text and "pyvenv.cfg" in help_text

@@ -239,6 +239,11 @@ def test_loss_from_a_file_joins_the_named_scenarios(tmp_path):
     (["--loss=tf.reduce_sum(z)"], "unknown name(s) z"),
     (["--loss=tf.reduce_sum(y, axis=7)"], "fails on the outputs of spec `scaled_ste`"),
     (["--loss=missing.py:LOSS"], "no file 'missing.py'"),
+    (["--loss=0"], "--loss '0' on the outputs of spec `scaled_ste` returns 0 (int), not a tensor"),
+    (["--loss=None"], "--loss 'None' on the outputs of spec `scaled_ste` returns None (NoneType), not a tensor"),
+    (["--loss=1.5"], "returns 1.5 (float), not a tensor; a loss is a float tensor computed from y or outputs"),
+    (["--loss=tf.cast(tf.reduce_sum(y), tf.int32)"], "returns a tensor of dtype int32, not a float one; cast it"),
+    (["--loss=tf.constant(1.0)"], "does not depend on them: no gradient reaches them"),
     (["--scenarios=custom"], "the scenario `custom` is your --loss"),
     (["--quiet", "--format=json"], "--quiet applies to --format=table or markdown"),
     (["--show=upstream", "--format=html"], "--show=upstream applies to --format=table or markdown"),
@@ -248,6 +253,58 @@ def test_bad_loss_and_report_options_are_usage_errors(tmp_path, flags, expected)
     with pytest.raises(app.UsageError) as caught:
         run_check(tmp_path, "--specs=scaled_ste", *flags)
     assert caught.value.exitcode == 2 and expected in str(caught.value)
+
+
+def test_a_fifo_named_as_the_loss_file_is_a_usage_error_and_never_opened(tmp_path):
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes
+    with pytest.raises(app.UsageError) as caught:
+        run_check(tmp_path, "--specs=scaled_ste", f"--loss={fifo}:loss")
+    assert caught.value.exitcode == 2
+    assert f"--loss '{fifo}:loss': '{fifo}' is a FIFO, not a regular file, so it was not opened" in str(caught.value)
+
+
+EXITING_LOSSES = {
+    "module_sys_exit.py": ("import sys\nsys.exit(3)\n",
+                           ": importing 'module_sys_exit.py' failed: SystemExit(3) (user code called sys.exit)"),
+    "module_os_exit.py": ("import os\nos._exit(0)\n",
+                          ": importing 'module_os_exit.py' failed: os._exit(0) (user code called os._exit"),
+    "call_sys_exit.py": ("import sys\n\ndef loss(y):\n    raise SystemExit\n",
+                         " fails on the outputs of spec `scaled_ste`: SystemExit(None) (user code called sys.exit)"),
+    "call_os_exit.py": ("import os\n\ndef loss(y):\n    os._exit(0)\n",
+                        " fails on the outputs of spec `scaled_ste`: os._exit(0) (user code called os._exit"),
+}
+
+
+@pytest.mark.parametrize("name, jobs", [("module_os_exit.py", 1), ("module_os_exit.py", 2), ("module_sys_exit.py", 2),
+                                        ("call_sys_exit.py", 1), ("call_os_exit.py", 2)])
+def test_a_loss_that_exits_is_a_usage_error_naming_it_never_a_silent_0(tmp_path, name, jobs):
+    source, message = EXITING_LOSSES[name]
+    (tmp_path / name).write_text(source)
+    done = _app(tmp_path, "--specs=scaled_ste,sign_ste", f"--loss={name}:loss", f"--jobs={jobs}",
+                "--variants=custom_gradient@eager_tape")
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert f"compat-check: --loss '{name}:loss'{message}" in done.stderr
+
+
+def test_os_exit_in_a_gradient_run_in_this_process_is_an_error_cell_not_a_silent_0(tmp_path):
+    (tmp_path / "exits.py").write_text(textwrap.dedent('''
+        import os
+        import numpy as np
+        import tensorflow as tf
+        import compat
+
+        EXITS = compat.GradientSpec("exits", tf.sign, lambda i, o, u: os._exit(0), [np.ones(2, np.float32)])
+    '''))
+    done = _app(tmp_path, "--specs=exits.py:EXITS", "--scenarios=sum", "--variants=custom_gradient@eager_tape",
+                "--jobs=1", "--format=json")
+    assert done.returncode == 1, done.stderr
+    (cell,) = json.loads(done.stdout)["cells"]
+    assert cell["status"] == "error" and "gradient raised os._exit(0) (user code called os._exit" in cell["message"]
+    (tmp_path / "module_os_exit.py").write_text(EXITING_LOSSES["module_os_exit.py"][0])
+    spec_file = _app(tmp_path, "--specs=module_os_exit.py", "--jobs=1")
+    assert spec_file.returncode == 2 and ("compat-check: --specs 'module_os_exit.py': importing 'module_os_exit.py' "
+                                          "failed: os._exit(0) (user code called os._exit") in spec_file.stderr
 
 
 def test_quiet_prints_only_the_verdict_and_unexpected_cells(tmp_path, capsys):

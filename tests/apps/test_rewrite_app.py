@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,175 @@ def test_entries_named_in_a_comment_do_not_hide_the_flag(tree: Path) -> None:
     done = _run("--verify", "--entries=model:float32[4]", "--scenarios=forward,sum", str(user))
     assert "user_model.py: verify: equivalent" in done.stderr, done.stderr
     assert "note: `model`" not in done.stderr  # model's inputs came from --entries, not inferred
+
+
+# -- exit codes: TODO sites left for the user are never "nothing to do" --
+
+TODO_ONLY = ("import tensorflow.compat.v1 as tf\nMAP = {'Sign': 'Identity'}\n\n\ndef f(x):\n"
+             "    with tf.get_default_graph().gradient_override_map(MAP):\n        return tf.sign(x)\n")
+
+
+def test_todo_sites_exit_4_and_are_counted_again_on_a_rerun(tree: Path) -> None:
+    todo = tree / "todo.py"
+    todo.write_text(TODO_ONLY)
+    first = _run("--in-place", "--format=json", str(todo))
+    assert first.returncode == 4, first.stderr
+    report = json.loads(first.stdout)
+    assert report["exit_code"] == 4 and report["files"][0]["status"] == "todo" and report["files"][0]["written"]
+    assert report["summary"]["todo"] == 1 and report["summary"]["rewritten"] == 0
+    again = _run("--in-place", str(todo))
+    assert again.returncode == 4, again.stderr
+    assert "1 legacy sites: 0 rewritten, 1 TODO" in again.stderr and "left for you to migrate by hand" in again.stderr
+    assert "unchanged [line 7 override_map todo]" in again.stderr
+
+
+def test_todo_wins_over_changes_and_skipped_files_win_over_todo(tree: Path) -> None:
+    (tree / "todo.py").write_text(TODO_ONLY)
+    assert _run(str(tree / "sign_ste.py")).returncode == 1
+    assert _run(str(tree / "sign_ste.py"), str(tree / "todo.py")).returncode == 4
+    (tree / "py2.py").write_text("print 'RegisterGradient'\n")
+    assert _run(str(tree / "sign_ste.py"), str(tree / "todo.py"), str(tree / "py2.py")).returncode == 3
+
+
+def test_help_states_the_exit_codes_and_the_default_excludes() -> None:
+    done = _run("--help")
+    assert done.returncode == 0
+    for needle in ("4 legacy sites remain TODO", "--[no]default_excludes", "site-packages", "pyvenv.cfg"):
+        assert needle in done.stdout, needle
+
+
+# -- files --in-place must not replace: the JSON lists nothing as rewritten --
+
+def test_read_only_file_is_skipped_and_its_sites_are_not_reported_rewritten(tree: Path) -> None:
+    target = tree / "sign_ste.py"
+    target.chmod(0o444)
+    done = _run("--in-place", "--format=json", str(target))
+    assert done.returncode == 3, done.stderr
+    report = json.loads(done.stdout)
+    entry = report["files"][0]
+    assert entry["status"] == "skipped" and "read-only" in entry["reason"]
+    assert [s["outcome"] for s in entry["sites"]] == ["skipped"]
+    assert report["summary"]["sites_rewritten"] == 0 and report["summary"]["sites_skipped"] == 1
+    assert target.read_text() == (LEGACY / "sign_ste.py").read_text()
+
+
+def test_non_utf8_file_name_in_json_and_in_a_diff_on_a_strict_utf8_stdout(tmp_path: Path) -> None:
+    name = os.path.join(os.fsencode(tmp_path), b"caf\xe9.py")
+    with open(name, "wb") as handle:
+        handle.write((LEGACY / "sign_ste.py").read_bytes())
+    done = _run("--format=json", str(tmp_path))
+    entry = json.loads(done.stdout)["files"][0]
+    assert entry["path"].endswith("caf\\xe9.py") and bytes.fromhex(entry["path_bytes_hex"]) == name
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONIOENCODING": "utf-8:strict"}
+    diff = subprocess.run([sys.executable, "-m", "compat.apps.rewrite", str(tmp_path)], capture_output=True,
+                          timeout=120, env=env)
+    assert diff.returncode == 1, diff.stderr.decode(errors="replace")
+    assert b"--- " + name + b"\n" in diff.stdout  # the exact bytes, as `patch` needs them
+
+
+# -- default excludes: virtualenvs, installed packages, VCS and build output are not walked unless named --
+
+def _walked(*args: str) -> set[str]:
+    done = _run("--format=json", *args)
+    assert done.returncode in (0, 1, 4), done.stderr
+    return {f["path"] for f in json.loads(done.stdout)["files"]}
+
+
+def test_default_excludes_skip_virtualenvs_and_build_output_unless_named(tmp_path: Path) -> None:
+    ste = (LEGACY / "sign_ste.py").read_text()
+    files = ["src/ste.py", "pkg/build.py", ".venv/lib/python3.11/site-packages/tf_mod.py",
+             "my_env/lib/mod.py", "build/lib/ste.py", ".git/hooks/hook.py", "vendor/site-packages/dep.py"]
+    for relative in files:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(ste)
+    (tmp_path / "my_env" / "pyvenv.cfg").write_text("home = /usr/bin\n")  # a virtualenv by its marker, any name
+    root = str(tmp_path)
+    assert _walked(root) == {f"{root}/src/ste.py", f"{root}/pkg/build.py"}
+    done = _run(root)
+    assert "not walked (default excludes" in done.stderr
+    for skipped in (".git", ".venv", "build", "my_env", "vendor/site-packages"):
+        assert f"{root}/{skipped}" in done.stderr, skipped
+    assert _walked("--nodefault_excludes", root) == {f"{root}/{f}" for f in files}
+    assert _walked(f"{root}/.venv") == {f"{root}/.venv/lib/python3.11/site-packages/tf_mod.py"}
+    assert _walked(f"{root}/my_env") == {f"{root}/my_env/lib/mod.py"}
+    assert _walked(f"{root}/build/lib/ste.py") == {f"{root}/build/lib/ste.py"}
+
+
+# -- signals: an interrupted --in-place leaves no temporary file, and a later run removes a killed run's --
+
+_PAUSED_BEFORE_REPLACE = """
+import os, sys, time
+marker = sys.argv.pop(1)
+real_replace = os.replace
+def paused(src, dst, *args, **kwargs):
+    if os.fspath(src).endswith(".tmp"):  # the temporary file is written and about to replace the original
+        open(marker, "w").close()
+        time.sleep(60)
+    return real_replace(src, dst, *args, **kwargs)
+os.replace = paused
+from compat.apps.rewrite import run
+run()
+"""
+
+
+def _paused_in_place_run(target: Path, marker: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    child = subprocess.Popen([sys.executable, "-c", _PAUSED_BEFORE_REPLACE, str(marker), "--in-place", str(target)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    for _ in range(600):
+        if marker.exists() or child.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert marker.exists(), child.communicate(timeout=10)
+    return child
+
+
+def _temporaries(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp"))
+
+
+@pytest.mark.parametrize("signum,says", [(signal.SIGTERM, "stopped by SIGTERM"), (signal.SIGHUP, "stopped by SIGHUP"),
+                                         (signal.SIGINT, "interrupted")], ids=["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_signal_during_in_place_leaves_no_temporary_and_the_original_intact(tree: Path, tmp_path: Path,
+                                                                               signum: int, says: str) -> None:
+    target = tree / "sign_ste.py"
+    original = target.read_text()
+    child = _paused_in_place_run(target, tmp_path / "paused")
+    assert len(_temporaries(tree)) == 1, "the run is paused with its temporary file written"
+    child.send_signal(signum)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 128 + signum, stderr
+    assert says in stderr
+    assert _temporaries(tree) == [] and target.read_text() == original
+
+
+def test_a_later_run_removes_the_temporary_a_killed_run_left(tree: Path, tmp_path: Path) -> None:
+    target = tree / "sign_ste.py"
+    original = target.read_text()
+    (tree / ".sign_ste.py.backup.tmp").write_text("not ours: another tool's name")
+    child = _paused_in_place_run(target, tmp_path / "paused")
+    child.kill()  # SIGKILL cannot be handled: the temporary file stays
+    child.communicate(timeout=60)
+    leftover = [name for name in _temporaries(tree) if name != ".sign_ste.py.backup.tmp"]
+    assert len(leftover) == 1 and target.read_text() == original
+    then = time.time() - 60  # older than a live writer's: nobody holds its lock, it is stale
+    os.utime(tree / leftover[0], (then, then))
+    done = _run("--in-place", str(target))
+    assert done.returncode == 1, done.stderr
+    assert _temporaries(tree) == [".sign_ste.py.backup.tmp"]
+    assert target.read_text() == (EXPECTED / "sign_ste.py").read_text()
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None,
+                    reason="needs setpriv, to run as a user who may write the directory but not the file")
+def test_a_file_you_may_not_write_is_not_replaced_though_its_directory_is_writable(tree: Path, give_to_nobody) -> None:
+    target = tree / "sign_ste.py"
+    give_to_nobody(target)  # nobody's file, mode 0644; the directory stays root's
+    target.chmod(0o644)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(["setpriv", "--bounding-set=-dac_override,-dac_read_search", sys.executable, "-m",
+                           "compat.apps.rewrite", "--in-place", str(target)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 3, done.stderr
+    assert "is not writable by you (mode 0644, owner nobody:nogroup)" in done.stderr
+    assert target.read_text() == (LEGACY / "sign_ste.py").read_text() and target.stat().st_uid == 65534

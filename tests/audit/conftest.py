@@ -31,7 +31,7 @@ def audit_source(tmp_path) -> Callable[..., AuditReport]:
 @pytest.fixture
 def non_utf8_report(tmp_path) -> AuditReport:
     """A finding in a file whose name is not UTF-8 (`caf\\xe9.py`, Latin-1 on disk), plus a GC008 naming it."""
-    legacy = b"import tensorflow as tf\ntf.RegisterGradient('A')(abs)\n"
+    legacy = b"import tensorflow as tf\ntf.RegisterGradient('AGrad')(abs)\n"
     with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.py"), "wb") as f:
         f.write(legacy)
     (tmp_path / "later.py").write_bytes(legacy)
@@ -41,11 +41,11 @@ def non_utf8_report(tmp_path) -> AuditReport:
 IF_ELSE_REGISTRATIONS = """
 import tensorflow as tf
 if tf.__version__ < "2":
-    @tf.RegisterGradient("A")
+    @tf.RegisterGradient("AGrad")
     def first(op, grad):
         return grad
 else:
-    @tf.RegisterGradient("A")
+    @tf.RegisterGradient("AGrad")
     def second(op, grad):
         return -grad
 """

@@ -52,6 +52,7 @@ def test_shipped_data_matches_installed_tensorflow(tmp_path):
         assert {"MatMul", "Sign", "Identity", "IdentityN"} <= ops and "Matmul" not in ops
         assert {"Identity", "Sign"} <= _entries(tmp_path / "tf_gradient_names.txt")
         assert {"get_default_graph", "Session", "placeholder", "py_func"} <= _entries(tmp_path / "tf1_only_apis.txt")
+        assert "random.uniform\tRandomUniform" in (tmp_path / "tf_stateful_apis.txt").read_text(encoding="utf-8")
         return
     proc = subprocess.run([sys.executable, str(REPO / "tools" / "gen_audit_data.py"), "--check"],
                           capture_output=True, text=True, timeout=300)

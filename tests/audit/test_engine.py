@@ -53,7 +53,7 @@ def test_counts_list_every_rule(audit_source):
 
 
 def test_an_internal_failure_on_one_file_is_gc000_and_the_run_goes_on(tmp_path, monkeypatch):
-    (tmp_path / "odd.py").write_text("import tensorflow as tf\ntf.RegisterGradient('A')(abs)\n")
+    (tmp_path / "odd.py").write_text("import tensorflow as tf\ntf.RegisterGradient('AGrad')(abs)\n")
     (tmp_path / "fine.py").write_text("import tensorflow as tf\ntf.RegisterGradient('B')(abs)\n")
     real_audit_tree = __import__("compat.audit.engine", fromlist=["audit_tree"]).audit_tree
 
@@ -89,9 +89,9 @@ def test_gc008_still_for_an_if_inside_a_loop_or_after_it(audit_source):
         import tensorflow as tf
         for flag in (True, False):
             if flag:
-                tf.RegisterGradient("A")(abs)
+                tf.RegisterGradient("AGrad")(abs)
             else:
-                tf.RegisterGradient("A")(abs)
+                tf.RegisterGradient("AGrad")(abs)
         if flag:
             tf.RegisterGradient("B")(abs)
         else:

@@ -135,8 +135,11 @@ def _trees() -> list[Path]:
 def test_real_trees_agree_with_the_tokenizer() -> None:
     """Every file of this repository and of the installed TensorFlow that holds a trigger word."""
     checked = 0
+    corpus = Path(__file__).resolve().parents[2] / "tests" / "data" / "real"  # other projects' files, on disk only
     for tree in _trees():
         for path in tree.rglob("*.py"):
+            if path.is_relative_to(corpus):
+                continue
             text = path.read_text(encoding="utf-8", errors="surrogateescape")
             if _WORDS.search(text):
                 checked += 1

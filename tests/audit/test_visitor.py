@@ -52,25 +52,25 @@ def test_defun_without_gradient_is_not_a_finding(audit_source):
 
 
 @pytest.mark.parametrize("src", [
-    "import tensorflow as tf\n@tf.RegisterGradient('A')\ndef g(op, grad):\n    return grad\n",
-    "import tensorflow.compat.v1 as tf\n@tf.RegisterGradient('A')\ndef g(op, grad):\n    return grad\n",
-    "import tensorflow as tf\n@tf.compat.v1.RegisterGradient('A')\ndef g(op, grad):\n    return grad\n",
-    "from tensorflow.python.framework import ops\n@ops.RegisterGradient('A')\ndef g(op, grad):\n    return grad\n",
-    "import tensorflow as tf\ndef g(op, grad):\n    return grad\ntf.RegisterGradient('A')(g)\n",
-    "from tensorflow.python.framework.ops import RegisterGradient as RG\n@RG('A')\ndef g(op, grad):\n"
+    "import tensorflow as tf\n@tf.RegisterGradient('AGrad')\ndef g(op, grad):\n    return grad\n",
+    "import tensorflow.compat.v1 as tf\n@tf.RegisterGradient('AGrad')\ndef g(op, grad):\n    return grad\n",
+    "import tensorflow as tf\n@tf.compat.v1.RegisterGradient('AGrad')\ndef g(op, grad):\n    return grad\n",
+    "from tensorflow.python.framework import ops\n@ops.RegisterGradient('AGrad')\ndef g(op, grad):\n    return grad\n",
+    "import tensorflow as tf\ndef g(op, grad):\n    return grad\ntf.RegisterGradient('AGrad')(g)\n",
+    "from tensorflow.python.framework.ops import RegisterGradient as RG\n@RG('AGrad')\ndef g(op, grad):\n"
     "    return grad\n",
 ], ids=["tf", "compat_v1_alias", "tf_compat_v1", "ops", "call_form", "renamed_import"])
 def test_gc003_register_gradient_alias_forms(audit_source, src):
     report = audit_source(src)
     assert rules_of(report) == ["GC003"]
-    assert "'A'" in report.findings[0].message and "'g'" in report.findings[0].message
+    assert "'AGrad'" in report.findings[0].message and "'g'" in report.findings[0].message
 
 
 @pytest.mark.parametrize("src", [
-    "# tf.RegisterGradient('A') and gradient_override_map and Defun(grad_func=g)\nx = 1\n",
-    "s = \"tf.RegisterGradient('A')(g); g.gradient_override_map({'Sign': 'A'})\"\n",
-    "def RegisterGradient(name):\n    return lambda f: f\n@RegisterGradient('A')\ndef g(op, grad):\n    pass\n",
-    "import mylib as tf\n@tf.RegisterGradient('A')\ndef g(op, grad):\n    pass\n",
+    "# tf.RegisterGradient('AGrad') and gradient_override_map and Defun(grad_func=g)\nx = 1\n",
+    "s = \"tf.RegisterGradient('AGrad')(g); g.gradient_override_map({'Sign': 'A'})\"\n",
+    "def RegisterGradient(name):\n    return lambda f: f\n@RegisterGradient('AGrad')\ndef g(op, grad):\n    pass\n",
+    "import mylib as tf\n@tf.RegisterGradient('AGrad')\ndef g(op, grad):\n    pass\n",
 ], ids=["comment", "string", "local_function", "non_tf_module"])
 def test_mentions_and_lookalikes_are_not_findings(audit_source, src):
     assert rules_of(audit_source(src)) == []
@@ -154,11 +154,11 @@ def test_gc005_names_each_tf1_api(audit_source):
 
 
 @pytest.mark.parametrize("src,expected", [
-    ("import tensorflow as tf\n@tf.RegisterGradient('A')\ndef g(op, grad):\n    s = grad.numpy()\n"
+    ("import tensorflow as tf\n@tf.RegisterGradient('AGrad')\ndef g(op, grad):\n    s = grad.numpy()\n"
      "    return grad\n", ["GC003", "GC006"]),
     ("from tensorflow.python.framework import function\ndef pg(op, dy):\n    return dy.numpy()\n"
      "f = function.Defun(python_grad_func=pg)(abs)\n", ["GC002", "GC006"]),
-    ("import tensorflow as tf\ndef g(op, grad):\n    return grad.numpy()\ntf.RegisterGradient('A')(g)\n",
+    ("import tensorflow as tf\ndef g(op, grad):\n    return grad.numpy()\ntf.RegisterGradient('AGrad')(g)\n",
      ["GC006", "GC003"]),
 ], ids=["decorated", "python_grad_func", "call_form"])
 def test_gc006_numpy_in_graph_gradient(audit_source, src, expected):
@@ -168,7 +168,7 @@ def test_gc006_numpy_in_graph_gradient(audit_source, src, expected):
 def test_gc006_not_for_eager_code_or_py_function_callbacks(audit_source):
     report = audit_source("""
         import tensorflow as tf
-        @tf.RegisterGradient("A")
+        @tf.RegisterGradient("AGrad")
         def g(op, grad):
             return tf.py_function(lambda t: t.numpy() * 2, [grad], grad.dtype)
         def eager(x):
@@ -237,16 +237,16 @@ def test_async_def_and_match_statements_are_audited(audit_source):
 
 
 @pytest.mark.parametrize("src", [
-    "import tensorflow as tf\nRG = tf.RegisterGradient\n@RG('A')\ndef g(op, grad):\n    return grad.numpy()\n",
-    "from tensorflow.python.framework import ops\nreg = ops.RegisterGradient\n@reg('A')\ndef g(op, grad):\n"
+    "import tensorflow as tf\nRG = tf.RegisterGradient\n@RG('AGrad')\ndef g(op, grad):\n    return grad.numpy()\n",
+    "from tensorflow.python.framework import ops\nreg = ops.RegisterGradient\n@reg('AGrad')\ndef g(op, grad):\n"
     "    return grad.numpy()\n",
-    "import tensorflow as tf\n@getattr(tf, 'RegisterGradient')('A')\ndef g(op, grad):\n    return grad.numpy()\n",
-    "def g(op, grad):\n    return grad.numpy()\n__import__('tensorflow').RegisterGradient('A')(g)\n",
+    "import tensorflow as tf\n@getattr(tf, 'RegisterGradient')('AGrad')\ndef g(op, grad):\n    return grad.numpy()\n",
+    "def g(op, grad):\n    return grad.numpy()\n__import__('tensorflow').RegisterGradient('AGrad')(g)\n",
 ], ids=["assigned_alias", "assigned_ops_alias", "getattr", "dunder_import"])
 def test_gc003_and_gc006_through_run_time_aliases(audit_source, src):
     report = audit_source(src)
     assert sorted(rules_of(report)) == ["GC003", "GC006"]
-    assert "'A'" in next(f for f in report.findings if f.rule == "GC003").message
+    assert "'AGrad'" in next(f for f in report.findings if f.rule == "GC003").message
 
 
 @pytest.mark.parametrize("call", [
@@ -269,7 +269,7 @@ def test_a_function_local_import_does_not_hide_module_level_tensorflow(audit_sou
     report = audit_source("""
         import tensorflow as tf
 
-        @tf.RegisterGradient("A")
+        @tf.RegisterGradient("AGrad")
         def g(op, grad):
             return grad
 

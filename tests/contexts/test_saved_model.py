@@ -122,6 +122,15 @@ def test_a_crashing_loader_becomes_error_cells_naming_it(monkeypatch):
         assert "failed at run time: LoaderFailed: the SavedModel loading process exited with code" in result.message
 
 
+def test_a_loader_writing_20_mb_to_stderr_fails_its_cells_with_a_bounded_message(monkeypatch):
+    context = CONTEXTS["saved_model"]
+    noisy = "import sys; sys.stderr.write('x' * 20_000_000 + '\\nthe last words\\n'); sys.exit(3)"
+    monkeypatch.setattr(context, "loader_command", lambda: [sys.executable, "-c", noisy])
+    (result,) = compat.run(SQUARE, None, "custom_gradient@saved_model")
+    assert result.status == "error" and "exited with code 3: the last words" in result.message
+    assert len(result.message) < 2_000
+
+
 def test_a_hanging_loader_is_killed_after_its_timeout(monkeypatch):
     context = CONTEXTS["saved_model"]
     monkeypatch.setattr(context, "loader_command", lambda: [sys.executable, "-c", "import time; time.sleep(600)"])

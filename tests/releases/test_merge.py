@@ -1,4 +1,5 @@
-"""Per-release reports merge into one matrix: every release listed (skipped ones with why), changes found."""
+"""Per-release reports merge into one matrix: every release listed (skipped ones with why), changes found; hostile
+reports are usage errors naming the file and the JSON path, and the output folder is written all or not at all."""
 
 import copy
 import json
@@ -8,19 +9,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import pytest
 
-from compat.releases import load_report, merge, skip_record
+from compat.releases import html, load_report, merge, skip_record
 from compat.releases.__main__ import main
-
-
-@pytest.fixture(name="report", scope="module")
-def report_fixture():
-    """A real scaled_ste report (two scenarios, every variant) as compat-check --format=json writes it."""
-    from compat.catalogue import CATALOGUE
-    from compat.matrix import check
-    from compat.reports.json_report import as_dict
-
-    data = as_dict(check([CATALOGUE["scaled_ste"]()], scenarios=["sum", "scaled"]))
-    return json.loads(json.dumps(data))
 
 
 def _release(report, release, scale=1.0):
@@ -94,3 +84,106 @@ def test_a_file_that_is_not_a_report_is_a_usage_error_naming_it(tmp_path, capsys
 
 def test_release_comes_from_the_file_name(report, tmp_path):
     assert load_report(_write(tmp_path, "check-tf2.15.json", report))["release"] == "2.15"
+
+
+def _deep(depth):
+    value = 0.0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _mutated(report, how):
+    other = copy.deepcopy(report)
+    how(other)
+    return other
+
+
+HOSTILE = {  # issue #29 item 13, each as the JSON path and the problem the error names
+    "cells_as_a_dict": (lambda r: r.update(cells={"a": 1}), "$.cells: expected array, got object"),
+    "a_null_cell": (lambda r: r["cells"].__setitem__(0, None), "$.cells[0]: expected object, got null"),
+    "a_cell_without_spec": (lambda r: r["cells"][0].pop("spec"), '$.cells[0]: "spec" is missing'),
+    "list_tolerances": (lambda r: r.update(tolerances={"float32": [1e-5, 1e-6]}),
+                        "$.tolerances.float32: expected object, got array"),
+    "a_numeric_release": (lambda r: r.update(release=2.13), "$.release: expected string, got number 2.13"),
+    "a_difference_without_kind": (lambda r: r["cells"][0]["differences"].append(
+        {"detail": "x", "where": "upstream[0]", "breaking": True}), '$.cells[0].differences[0]: "kind" is missing'),
+    "deep_nesting": (lambda r: r["cells"][0]["upstream"][0].update(value=_deep(300)),
+                     "$.cells[0].upstream[0].value[0][0]"),
+    "deeper_than_json_parses": (lambda r: r["cells"][0]["upstream"][0].update(value=_deep(100_000)),
+                                "nested too deep for Python's JSON parser"),
+    "an_older_schema": (lambda r: r.update(schema_version=1), "$.schema_version: expected 2, got integer 1"),
+    "a_cell_twice": (lambda r: r["cells"].append(copy.deepcopy(r["cells"][0])),
+                     "the same spec, scenario, dtype and variant as $.cells[0]"),
+}
+
+
+def _write_deep(path, data):
+    """json.dumps cannot write what json.loads cannot read either: nest the text by hand."""
+    value = data["cells"][0]["upstream"][0]["value"]
+    depth = 0
+    while isinstance(value, list):
+        value, depth = value[0], depth + 1
+    data["cells"][0]["upstream"][0]["value"] = "DEEP"
+    path.write_text(json.dumps(data).replace('"DEEP"', "[" * depth + "0.0" + "]" * depth), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_report_is_a_usage_error_naming_file_and_json_path_and_writes_nothing(report, tmp_path, capsys,
+                                                                                      name):
+    how, expected = HOSTILE[name]
+    good = _write(tmp_path, "check-tf2.12.json", _release(report, "2.12"))
+    bad_data = _mutated(_release(report, "2.13"), how)
+    bad = tmp_path / "check-tf2.13.json"
+    if name.startswith("deep"):
+        _write_deep(bad, bad_data)
+    else:
+        bad.write_text(json.dumps(bad_data), encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "matrix.md").write_text("the old matrix", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(good), str(bad), f"--output_dir={out}"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith(f"python -m compat.releases: error: {bad}: ") and expected in error
+    assert [p.name for p in out.iterdir()] == ["matrix.md"] and (out / "matrix.md").read_text() == "the old matrix"
+
+
+def test_two_reports_of_one_release_are_an_error_naming_both_files(report, tmp_path, capsys):
+    first = _write(tmp_path, "check-tf2.12.json", _release(report, "2.12"))
+    second = _write(tmp_path, "rerun-tf2.12.json", _release(report, "2.12", scale=2.0))
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(first), str(second), f"--output_dir={tmp_path / 'out'}"])
+    assert exit_info.value.code == 2
+    assert f"{first} and {second} are both release 2.12: pass one report per release" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="release 2.12 appears in 2 reports"):
+        merge([_loaded(report, "2.12"), _loaded(report, "2.12", scale=2.0)])
+
+
+def test_an_output_dir_that_is_a_file_is_a_usage_error_naming_it(report, tmp_path, capsys):
+    blocker = tmp_path / "matrix_dir"
+    blocker.write_text("not a directory", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(_write(tmp_path, "check-tf2.12.json", report)), f"--output_dir={blocker}"])
+    assert exit_info.value.code == 2
+    assert f"--output_dir={blocker} is a file, not a directory" in capsys.readouterr().err
+
+
+def test_a_crash_while_rendering_leaves_the_old_output_folder_as_it_was(report, tmp_path, monkeypatch):
+    paths = [str(_write(tmp_path, "check-tf2.12.json", _release(report, "2.12"))),
+             str(_write(tmp_path, "check-tf2.21.json", _release(report, "2.21", scale=3.0)))]
+    out = tmp_path / "out"
+    assert main(paths + [f"--output_dir={out}"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    paths[1] = str(_write(tmp_path, "check-tf2.21.json", _release(report, "2.21", scale=5.0)))
+
+    def crash(matrix):
+        raise RuntimeError("the renderer crashed")
+
+    monkeypatch.setattr(html, "render", crash)
+    with pytest.raises(RuntimeError, match="the renderer crashed"):
+        main(paths + [f"--output_dir={out}"])
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

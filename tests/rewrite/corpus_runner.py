@@ -1,4 +1,7 @@
-"""Run a corpus module's entry points in a tf.compat.v1 Graph + Session or eagerly under a GradientTape."""
+"""Run a corpus module's entry points in a tf.compat.v1 Graph + Session or eagerly under a GradientTape.
+
+Also the rewriter tests' shared checks: `differences` between a legacy module and its rewrite, `todo_reasons`.
+"""
 
 from __future__ import annotations
 
@@ -111,6 +114,55 @@ def run_eager(module: ModuleType, entry: str, values: list[np.ndarray], kind: st
     return [o.numpy() for o in outputs], [None if g is None else g.numpy() for g in grads]
 
 
+def run_function(module: ModuleType, entry: str, values: list[np.ndarray], kind: str) -> tuple[list, list]:
+    """The same, under a tf.GradientTape inside a tf.function (the rewritten module only)."""
+    import tensorflow as tf
+
+    @tf.function
+    def step(*xs: Any) -> tuple[list, list]:
+        with tf.GradientTape() as tape:
+            for x in xs:
+                tape.watch(x)
+            outputs = _flat(getattr(module, entry)(*xs))
+            loss = _loss(tf, outputs, kind)
+        return outputs, tape.gradient(loss, list(xs))
+
+    outputs, grads = step(*[tf.constant(v) for v in values])
+    return [o.numpy() for o in outputs], [None if g is None else g.numpy() for g in grads]
+
+
+CONTEXTS = {"v1_session": run_session, "eager_tape": run_eager, "function_tape": run_function}
+
+
+def differences(legacy: ModuleType, rewritten: ModuleType, entries: dict[str, list[tuple[str, list[int]]]],
+                contexts: tuple[str, ...] = tuple(CONTEXTS), losses: tuple[str, ...] = LOSSES,
+                seeds: tuple[int, ...] = (0, 1)) -> list[str]:
+    """Where `rewritten` (TF2) computes other forward values or input gradients than `legacy` in a v1 Session."""
+    found = []
+    for entry, signature in entries.items():
+        for seed in seeds:
+            values = inputs_for(signature, seed)
+            for kind in losses:
+                want_y, want_dx = run_session(legacy, entry, values, kind)
+                for context in contexts:
+                    got_y, got_dx = CONTEXTS[context](rewritten, entry, values, kind)
+                    where = f"{entry} (seed {seed}, loss {kind}, {context})"
+                    if not same(want_y, got_y):
+                        found.append(f"{where}: forward {want_y} in TF1, {got_y} rewritten")
+                    if not same(want_dx, got_dx):
+                        found.append(f"{where}: input gradients {want_dx} in TF1, {got_dx} rewritten")
+    return found
+
+
+def load_pair(folder: Path, name: str, legacy_source: str, rewritten_source: str) -> tuple[ModuleType, ModuleType]:
+    """Write and import a legacy module (tensorflow as tf.compat.v1) and its rewrite (TF2), once per process."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = folder / f"{name}_legacy.py", folder / f"{name}_rewritten.py"
+    for path, text in zip(paths, (legacy_source, rewritten_source), strict=True):
+        path.write_text(text, encoding="utf-8")
+    return load(paths[0], legacy=True), load(paths[1], legacy=False)
+
+
 def same(a: list, b: list) -> bool:
     """Equal values; a None gradient equals zeros (TensorFlow reports unconnected inputs either way)."""
     if len(a) != len(b):
@@ -123,3 +175,17 @@ def same(a: list, b: list) -> bool:
         if np.shape(u) != np.shape(v) or not np.allclose(u, v, rtol=1e-5, atol=1e-6):
             return False
     return True
+
+
+def todo_reasons(source: str) -> list[str]:
+    """The TODO reasons the rewriter gives for `source`, asserting it changed nothing but add TODO comments.
+
+    A leftover `tf.get_default_graph()` is spelled `tf.compat.v1.get_default_graph()` in any file with a site.
+    """
+    from compat.rewrite import rewrite_source
+    from compat.rewrite.todo import PREFIX
+
+    result = rewrite_source(source)
+    kept = "".join(line for line in result.text.splitlines(keepends=True) if not line.lstrip().startswith(PREFIX))
+    assert kept.replace("tf.compat.v1.get_default_graph()", "tf.get_default_graph()") == source, result.text
+    return [site.reason for site in result.todo]

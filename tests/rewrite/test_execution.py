@@ -29,12 +29,5 @@ def loaded(runner) -> dict:
 def test_rewrite_matches_legacy(runner, loaded, corpus_name: str, context: str, loss: str) -> None:
     legacy, rewritten = loaded[corpus_name]
     assert legacy.GRADCOMPAT_ENTRIES == rewritten.GRADCOMPAT_ENTRIES
-    for entry, signature in legacy.GRADCOMPAT_ENTRIES.items():
-        for seed in (0, 1):
-            values = runner.inputs_for(signature, seed)
-            want_y, want_dx = runner.run_session(legacy, entry, values, loss)
-            run = runner.run_session if context == "v1_session" else runner.run_eager
-            got_y, got_dx = run(rewritten, entry, values, loss)
-            where = f"{corpus_name}.{entry} (seed {seed}, loss {loss}, {context})"
-            assert runner.same(want_y, got_y), f"{where}: forward differs\n{want_y}\n{got_y}"
-            assert runner.same(want_dx, got_dx), f"{where}: input gradients differ\n{want_dx}\n{got_dx}"
+    found = runner.differences(legacy, rewritten, legacy.GRADCOMPAT_ENTRIES, contexts=(context,), losses=(loss,))
+    assert not found, f"{corpus_name}: " + "\n".join(found)

@@ -119,3 +119,85 @@ def test_symlink_to_regular_file_rewrites_the_target(legacy_file: Path, tmp_path
     result = rewrite_file(str(link), in_place=True)
     assert result.written and link.is_symlink()
     assert legacy_file.read_text() == result.rewritten
+
+
+def test_read_only_file_is_not_replaced(legacy_file: Path) -> None:
+    legacy_file.chmod(0o444)
+    result = rewrite_file(str(legacy_file), in_place=True)
+    assert result.status == "skipped" and not result.written
+    assert "read-only (mode 0444)" in result.reason and "chmod u+w" in result.reason
+    assert legacy_file.read_text() == LEGACY and stat.S_IMODE(legacy_file.stat().st_mode) == 0o444
+    assert sorted(p.name for p in legacy_file.parent.iterdir()) == ["ste.py"]
+
+
+def test_hard_linked_file_is_not_replaced_so_every_name_keeps_the_same_text(legacy_file: Path) -> None:
+    other = legacy_file.parent / "other_name.py"
+    os.link(legacy_file, other)
+    result = rewrite_file(str(legacy_file), in_place=True)
+    assert result.status == "skipped" and "2 hard links" in result.reason
+    assert os.path.samefile(legacy_file, other) and legacy_file.read_text() == LEGACY
+
+
+def test_owner_and_group_are_kept_when_root_rewrites_another_users_file(legacy_file: Path, give_to_nobody) -> None:
+    give_to_nobody(legacy_file)
+    legacy_file.chmod(0o4750)  # a set-id bit, which chown would clear if done after chmod
+    result = rewrite_file(str(legacy_file), in_place=True)
+    assert result.written, result.reason
+    st = legacy_file.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o4750)
+
+
+def test_a_file_whose_only_change_is_todo_comments_is_todo_not_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "todo.py"
+    source = ("import tensorflow.compat.v1 as tf\nMAP = {'Sign': 'Identity'}\n\n\ndef f(x):\n"
+              "    with tf.get_default_graph().gradient_override_map(MAP):\n        return tf.sign(x)\n")
+    path.write_text(source)
+    result = rewrite_file(str(path), in_place=True)
+    assert result.status == "todo" and result.written
+    assert [s.outcome for s in result.sites] == ["todo"] and "# TODO(gradcompat)" in path.read_text()
+    again = rewrite_file(str(path), in_place=True)
+    assert again.status == "unchanged" and [s.outcome for s in again.sites] == ["todo"], "found again, counted"
+
+
+def test_a_skipped_file_lists_no_rewritten_site(legacy_file: Path) -> None:
+    legacy_file.chmod(0o444)
+    result = rewrite_file(str(legacy_file), in_place=True)
+    assert result.status == "skipped" and result.sites
+    assert {s.outcome for s in result.sites} == {"skipped"}
+    assert {s["outcome"] for s in result.as_dict()["sites"]} == {"skipped"}  # type: ignore[union-attr]
+
+
+def test_non_utf8_file_name_has_its_bytes_in_the_json(tmp_path: Path) -> None:
+    name = os.path.join(os.fsencode(tmp_path), b"caf\xe9.py")
+    with open(name, "wb") as handle:
+        handle.write(LEGACY.encode())
+    entry = rewrite_file(os.fsdecode(name)).as_dict()
+    assert entry["path"] == f"{tmp_path}/caf\\xe9.py"
+    assert bytes.fromhex(entry["path_bytes_hex"]) == name  # type: ignore[arg-type]
+    assert "path_bytes_hex" not in rewrite_file(str(tmp_path / "plain.py")).as_dict()
+
+
+def test_a_file_whose_owner_cannot_be_kept_is_not_replaced(legacy_file: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           give_to_nobody) -> None:
+    give_to_nobody(legacy_file)
+
+    def not_permitted(fd: int, uid: int, gid: int) -> None:  # what a non-root user gets for another's file
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "fchown", not_permitted)
+    result = rewrite_file(str(legacy_file), in_place=True)
+    assert result.status == "skipped" and "rewrite it as its owner" in result.reason, result.reason
+    assert legacy_file.read_text() == LEGACY and legacy_file.stat().st_uid == 65534
+    assert sorted(p.name for p in legacy_file.parent.iterdir()) == ["ste.py"]
+
+
+def test_a_python2_file_fails_with_its_legacy_sites_counted_and_says_to_port_it(tmp_path):
+    path = tmp_path / "py2.py"
+    path.write_text("import tensorflow as tf\n\n@tf.RegisterGradient('Py2Half')\ndef _half(op, grad):\n"
+                    "    print 'half'\n    return grad * 0.5\n\ndef f(x):\n"
+                    "    with tf.get_default_graph().gradient_override_map({'Sign': 'Py2Half'}):\n"
+                    "        return tf.sign(x)\n")
+    result = rewrite_file(str(path))
+    assert result.status == "failed" and "port it to Python 3 first" in result.reason
+    assert [(s.line, s.pattern, s.outcome) for s in result.sites] == [(3, "register_gradient", "skipped"),
+                                                                     (9, "override_map", "skipped")]

@@ -21,19 +21,35 @@ def _resolve(path: str):
     return module
 
 
-@pytest.mark.parametrize("path", sorted(tf_ops.WRAPPERS))
-def test_wrapper_creates_the_listed_op_types(path: str) -> None:
+FLOATING = ("float16", "bfloat16", "float32", "float64")
+
+
+def _created(path: str, dtype: str, target: str) -> frozenset[str]:
+    """Op types a call of the wrapper at `path` creates on `dtype` placeholders (`target`: tf.cast's dtype)."""
     wrapper = tf_ops.WRAPPERS[path]
-    function = _resolve(path)
     graph = tf.Graph()
     with graph.as_default():
-        inputs = [tf.compat.v1.placeholder(tf.float32, [3]) for _ in wrapper.inputs]
+        inputs = [tf.compat.v1.placeholder(dtype, [3]) for _ in wrapper.inputs]
+        extra = {"clip_value_min": tf.constant(-1.0, dtype), "clip_value_max": tf.constant(1.0, dtype)} if (
+            path.endswith("clip_by_value")) else {}
+        extra.update({"dtype": target} if path.endswith("cast") else {})
         before = set(graph.get_operations())
-        extra = {"clip_value_min": -1.0, "clip_value_max": 1.0} if path.endswith("clip_by_value") else {}
-        extra.update({"dtype": tf.float64} if path.endswith("cast") else {})
-        function(*inputs, **extra)
-        created = {op.type for op in graph.get_operations() if op not in before}
-    assert created <= wrapper.op_types and (wrapper.single_op is None or created == wrapper.op_types)
+        _resolve(path)(*inputs, **extra)
+        return frozenset(op.type for op in graph.get_operations() if op not in before)
+
+
+@pytest.mark.parametrize("path", sorted(tf_ops.WRAPPERS))
+def test_wrapper_creates_the_listed_op_types_for_every_floating_dtype(path: str) -> None:
+    """Exactly its op types (a single-op wrapper: all of them), or nothing only where `no_op_when` says it can."""
+    wrapper = tf_ops.WRAPPERS[path]
+    created = {(dtype, target): _created(path, dtype, target) for dtype in FLOATING
+               for target in (FLOATING if path.endswith("cast") else (dtype,))}
+    some = {where: types for where, types in created.items() if types}
+    assert all(types <= wrapper.op_types and (wrapper.single_op is None or types == wrapper.op_types)
+               for types in some.values()), created
+    none = sorted(where for where, types in created.items() if not types)
+    assert bool(none) == (not wrapper.always_creates), (
+        f"{path}: creates no op for {none}" if none else f"{path}: no_op_when is set but every call creates an op")
 
 
 def test_builtin_gradients_match_tensorflow() -> None:

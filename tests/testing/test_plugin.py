@@ -110,6 +110,19 @@ def test_marked(variant):
     result.stderr.fnmatch_lines(["*--gradcompat-variants: variant selection 'nope@[*]' matches no variant*"])
 
 
+@pytest.mark.parametrize("distributed", [["-n", "2"], ["-n", "0"]], ids=["xdist_2_workers", "xdist_off"])
+def test_a_bad_option_is_a_usage_error_with_its_message_under_xdist_too(user_suite, plugin_args, distributed):
+    """pytest-xdist's controller collects nothing: the check once ran in its workers only, and the user got an
+    INTERNALERROR (`assert not crashitem`) with the message lost."""
+    result = user_suite.runpytest_inprocess(*plugin_args, *distributed, "--gradcompat-variants", "nope@*")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --gradcompat-variants: variant selection 'nope@[*]' matches no variant*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result = user_suite.runpytest_inprocess(*plugin_args, *distributed, "--gradcompat-variants", "*@eager_tape",
+                                            "-k", "test_ste")
+    result.assert_outcomes(passed=2)
+
+
 def test_the_marker_and_option_are_listed(pytester, plugin_args):
     result = pytester.runpytest_inprocess(*plugin_args, "--markers")
     result.stdout.fnmatch_lines(["@pytest.mark.gradcompat(selection='native'): run the test once per gradcompat*"])

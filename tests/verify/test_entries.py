@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from compat.verify import EntriesError, example_inputs, parse_entries, read_entries
-from compat.verify._entries import declares_entries
+from compat.verify._entries import Constant, declares_entries
 
 
 def test_entries_are_read_statically():
@@ -73,3 +73,11 @@ def test_entry_flags_that_python_would_read_otherwise_are_refused(text, match):
 def test_a_declared_entry_without_inputs_is_refused():
     with pytest.raises(EntriesError, match="non-empty list"):
         read_entries("GRADCOMPAT_ENTRIES = {'f': []}\n")
+
+
+def test_arguments_that_are_not_tensors_are_constants_in_both_forms():
+    expected = {"quantize": [("float32", [3]), Constant(4), Constant("SAME"), Constant(None)]}
+    assert read_entries("GRADCOMPAT_ENTRIES = {'quantize': [('float32', [3]), 4, 'SAME', None]}\n") == expected
+    assert parse_entries("quantize:float32[3],4,'SAME',None") == expected
+    with pytest.raises(EntriesError, match="no tensor input"):
+        parse_entries("f:4")

@@ -49,3 +49,19 @@ def test_what_cannot_be_an_entry_says_why_and_what_to_declare():
     assert "takes no required positional parameters" in not_inferred["no_inputs"]
     assert "method" in not_inferred["class Net"] and "GRADCOMPAT_ENTRIES" in not_inferred["class Net"]
     assert any(place.startswith("line ") and "module-level code" in why for place, why in not_inferred.items())
+
+
+def test_a_module_level_instance_of_a_class_whose_call_holds_the_site_is_an_entry():
+    source = textwrap.dedent('''
+        import tensorflow as tf
+
+        class FlipGradientBuilder(object):
+            def __call__(self, x, l=1.0):
+                with tf.get_default_graph().gradient_override_map({"Identity": "Flip"}):
+                    return tf.identity(x)
+
+        flip_gradient = FlipGradientBuilder()
+    ''')
+    inferred = infer_entries(source, "flip.py")
+    assert inferred.entries == {"flip_gradient": [("float32", None)]} and not inferred.not_inferred
+    assert "FlipGradientBuilder.__call__" in inferred.origins["flip_gradient"]

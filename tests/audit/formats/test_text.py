@@ -8,14 +8,14 @@ from compat.audit import render
 from compat.audit.formats import RenderOptions
 from compat.audit.formats.text import summary
 
-SRC = "import tensorflow as tf\n@tf.RegisterGradient('A')\ndef g(op, grad):\n    return grad\n"
+SRC = "import tensorflow as tf\n@tf.RegisterGradient('AGrad')\ndef g(op, grad):\n    return grad\n"
 
 
 def test_one_line_per_finding(audit_source):
     report = audit_source(SRC, files={"b": "x = \xff"})
     lines = render(report, "text").splitlines()
     assert len(lines) == len(report.findings) == 1
-    assert re.fullmatch(r".*/m\.py:2:2: GC003 warning: RegisterGradient\('A'\) on 'g': .*", lines[0])
+    assert re.fullmatch(r".*/m\.py:2:2: GC003 warning: RegisterGradient\('AGrad'\) on 'g': .*", lines[0])
 
 
 def test_suggestions_are_indented_under_their_finding(audit_source):

@@ -1,0 +1,173 @@
+"""Override maps the rewriter cannot prove apply in TF1 are left with a TODO; TensorFlow shows why.
+
+A `gradient_override_map` only changes ops built, under it, in the graph it was entered on. TF1 ignores it when
+the handle names another graph than the default one, or when the wrapped call creates no op of the overridden
+type; a @tf.custom_gradient rewrite would always apply the gradient, so those maps must stay as they are.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from compat.rewrite import rewrite_source
+
+
+def _rewrite(source: str):
+    return rewrite_source(textwrap.dedent(source).lstrip())
+
+
+SWITCHED_GRAPH = """
+    import tensorflow as tf
+
+    def build(x_value):
+        G = tf.get_default_graph()
+        with tf.Graph().as_default() as inner:
+            x = tf.constant(x_value)
+            with G.gradient_override_map({"Sign": "Identity"}):
+                y = tf.sign(x)
+            grads = tf.gradients(y, x)
+            with tf.Session(graph=inner) as session:
+                return session.run(grads)[0]
+    """
+
+
+def test_a_map_on_a_handle_taken_before_another_graph_became_the_default_is_a_todo(runner) -> None:
+    reasons = runner.todo_reasons(textwrap.dedent(SWITCHED_GRAPH).lstrip())
+    assert any(r.startswith("`G` may not be the default graph") and "tf.Graph().as_default()" in r
+               for r in reasons), reasons
+
+
+def test_tf1_ignores_that_map() -> None:
+    """Why it is a TODO: in a v1 graph the map changes nothing (a custom_gradient would apply Identity)."""
+    tf = pytest.importorskip("tensorflow")
+    namespace: dict = {"tf": tf.compat.v1}
+    with_map = textwrap.dedent(SWITCHED_GRAPH).replace("import tensorflow as tf\n", "")
+    without_map = with_map.replace('G.gradient_override_map({"Sign": "Identity"})', "tf.name_scope('plain')")
+    results = []
+    for source in (with_map, without_map):
+        exec(compile(source, "<legacy>", "exec"), namespace)  # noqa: S102 - our own test source
+        with tf.Graph().as_default():
+            results.append(namespace["build"]([1.5, -2.0]))
+    assert (results[0] == results[1]).all(), results
+
+
+@pytest.mark.parametrize("source, why", [
+    ("""
+     import tensorflow as tf
+     def f(x, other):
+         G = tf.get_default_graph()
+         def inner(x):
+             with other.as_default():
+                 with G.gradient_override_map({"Sign": "Identity"}):
+                     return tf.sign(x)
+         return inner(x)
+     """, "`G` may not be the default graph where the map is entered (`other.as_default()` changes it)"),
+    ("""
+     import tensorflow as tf
+     def f(x, other):
+         with other.as_default():
+             G = tf.get_default_graph()
+         with G.gradient_override_map({"Sign": "Identity"}):
+             return tf.sign(x)
+     """, "`G` may not be the default graph where the map is entered (`other.as_default()` changes it)"),
+    ("""
+     import tensorflow as tf
+     def f(x, other):
+         G = tf.get_default_graph()
+         other.as_default().__enter__()
+         with G.gradient_override_map({"Sign": "Identity"}):
+             return tf.sign(x)
+     """, "`G` may not be the default graph where the map is entered (`other.as_default().__enter__()` changes"),
+])
+def test_other_handles_that_may_name_another_graph_are_todos(runner, source: str, why: str) -> None:
+    reasons = runner.todo_reasons(textwrap.dedent(source).lstrip())
+    assert any(r.startswith(why) for r in reasons), reasons
+
+
+def test_a_handle_and_map_in_the_same_new_graph_are_rewritten() -> None:
+    result = _rewrite("""
+        import tensorflow as tf
+        def f(value):
+            with tf.Graph().as_default():
+                G = tf.get_default_graph()
+                x = tf.constant(value)
+                with G.gradient_override_map({"Sign": "Identity"}):
+                    return tf.sign(x)
+        """)
+    assert not result.todo and "return _sign_with_identity_grad(x)" in result.text, result.sites
+
+
+SAME_DTYPE_CAST = """
+    import tensorflow as tf
+
+    @tf.RegisterGradient("TwentyTimes")
+    def _twenty_times(op, grad):
+        return grad * 20.0
+
+    def as_float(x):
+        with tf.get_default_graph().gradient_override_map({"Cast": "TwentyTimes"}):
+            y = tf.cast(x, tf.float32)
+        return 2.0 * y
+    """
+
+
+def test_a_map_around_a_wrapper_that_may_create_no_op_is_a_todo(runner) -> None:
+    reasons = runner.todo_reasons(textwrap.dedent(SAME_DTYPE_CAST).lstrip())
+    assert any(r.startswith("`tf.cast` creates no Cast op when it casts to the tensor's own dtype") for r in reasons)
+
+
+def test_tf1_applies_no_override_to_a_same_dtype_cast(runner, tmp_path) -> None:
+    """Why it is a TODO: the map changes nothing in TF1 (gradient 2), a custom_gradient would (gradient 40)."""
+    pytest.importorskip("tensorflow")
+    with_map = textwrap.dedent(SAME_DTYPE_CAST).lstrip()
+    without_map = with_map.replace('tf.get_default_graph().gradient_override_map({"Cast": "TwentyTimes"})',
+                                   'tf.name_scope("plain")').replace('"TwentyTimes"', '"TwentyTimesUnused"')
+    legacy = runner.load_pair(tmp_path, "cast_map", with_map, "")[0]
+    plain = runner.load_pair(tmp_path, "cast_plain", without_map, "")[0]
+    values = runner.inputs_for([("float32", [3])], seed=0)
+    assert runner.same(runner.run_session(legacy, "as_float", values, "weighted")[1],
+                       runner.run_session(plain, "as_float", values, "weighted")[1])
+
+
+@pytest.mark.parametrize("local", ["x", "y", "grad", "dy"])
+def test_a_builtin_gradient_helper_never_shadows_a_name_its_op_call_reads(runner, tmp_path, local: str) -> None:
+    """The helper's own locals (x, y, grad, dy) must not hide a module name passed to the op (here, its name)."""
+    pytest.importorskip("tensorflow")
+    source = textwrap.dedent(f"""
+        import tensorflow as tf
+        from json import __name__ as {local}
+
+        def negated(t):
+            with tf.get_default_graph().gradient_override_map({{"Identity": "Neg"}}):
+                return tf.identity(t, name={local})
+        """).lstrip()
+    result = _rewrite(source)
+    assert not result.todo, result.sites
+    legacy, rewritten = runner.load_pair(tmp_path, f"shadowed_{local}", source, result.text)
+    found = runner.differences(legacy, rewritten, {"negated": [("float32", [3])]})
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("local", ["x", "y"])
+def test_a_registered_gradient_rewrite_never_shadows_a_name_its_op_call_reads(runner, tmp_path, local: str) -> None:
+    pytest.importorskip("tensorflow")
+    source = textwrap.dedent(f"""
+        import tensorflow as tf
+        from json import __name__ as {local}
+
+        @tf.RegisterGradient("HalvedFor{local}")
+        def _halved(op, grad):
+            {local} = op.inputs[0]
+            return grad * 0.5 + 0.0 * {local}
+
+        def halved(t):
+            with tf.get_default_graph().gradient_override_map({{"Identity": "HalvedFor{local}"}}):
+                return tf.identity(t, name={local})
+        """).lstrip()
+    result = _rewrite(source)
+    assert not result.todo, result.sites
+    legacy, rewritten = runner.load_pair(tmp_path, f"registered_{local}", source, result.text)
+    found = runner.differences(legacy, rewritten, {"halved": [("float32", [3])]})
+    assert not found, "\n".join(found)
