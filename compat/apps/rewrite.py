@@ -6,8 +6,9 @@ Usage:
 Without --in-place it prints a unified diff and changes nothing. Never imports TensorFlow (except for --verify).
 Exit codes (the first that applies): 3 some files skipped or failed; 4 legacy sites remain TODO (marked
 `# TODO(gradcompat)`, for you to migrate by hand; a re-run finds them again); 1 changes proposed or made, every
-site rewritten; 0 nothing to do. 2 usage error; 130 Ctrl-C, 128+N stopped by signal N (e.g. 143 SIGTERM): files
-written so far are complete, the one being written is left as it was.
+site rewritten or kept; 0 nothing to do (every site kept: valid TF2 as it is, or none). 2 usage error; 130
+Ctrl-C, 128+N stopped by signal N (e.g. 143 SIGTERM): files written so far are complete, the one being written is
+left as it was.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from compat.audit.findings import display_path
 from compat.audit.walker import DEFAULT_EXCLUDES_HELP
 from compat.rewrite import STATUSES, FileResult, rewrite_paths
 from compat.rewrite.files import DEFAULT_MAX_FILE_BYTES, _files, write_result
+from compat.rewrite.result import OUTCOMES
 from compat.rewrite.todo import PREFIX as TODO_PREFIX
 
 EXIT_CHANGES = EXIT_FINDINGS
@@ -105,8 +107,7 @@ def _summary(results: Sequence[FileResult]) -> dict[str, Any]:
     counts = {status: sum(1 for r in results if r.status == status) for status in STATUSES}
     sites = [s for r in results for s in r.sites]
     return {"files": len(results), **counts, "sites": len(sites),
-            **{f"sites_{outcome}": sum(1 for s in sites if s.outcome == outcome)
-               for outcome in ("rewritten", "todo", "skipped")}}
+            **{f"sites_{outcome}": sum(1 for s in sites if s.outcome == outcome) for outcome in OUTCOMES}}
 
 
 def _summary_line(summary: dict[str, Any]) -> str:
@@ -114,7 +115,7 @@ def _summary_line(summary: dict[str, Any]) -> str:
     line = (f"compat-rewrite: {summary['files']} files: {summary['rewritten']} rewritten, {summary['todo']} with "
             f"TODO comments only, {summary['unchanged']} unchanged, {summary['skipped']} skipped, "
             f"{summary['failed']} failed; {summary['sites']} legacy sites: {summary['sites_rewritten']} rewritten, "
-            f"{summary['sites_todo']} TODO{skipped_sites}\n")
+            f"{summary['sites_kept']} kept (valid TF2 as they are), {summary['sites_todo']} TODO{skipped_sites}\n")
     if summary["sites_todo"]:
         line += (f"compat-rewrite: {summary['sites_todo']} legacy sites are left for you to migrate by hand: see "
                  f"the `{_TODO_MARK}` comments above them (exit {EXIT_TODO} until they are gone)\n")
@@ -198,7 +199,8 @@ def _verified(report: Any) -> bool:
 
 
 def exit_code(results: Sequence[FileResult]) -> int:
-    """3 some files skipped or failed; else 4 TODO sites remain; else 1 changes proposed or made; else 0."""
+    """3 some files skipped or failed; else 4 TODO sites remain; else 1 changes proposed or made; else 0 (every
+    site is `kept`, valid TF2 as it is, or there is none)."""
     if any(r.status in ("skipped", "failed") for r in results):
         return EXIT_INCOMPLETE
     if any(s.outcome == "todo" for r in results for s in r.sites):

@@ -141,13 +141,12 @@ def op_type_registrations(findings: list[Finding], registrations: Iterable[Site]
     its own, or one from a file that calls tf.load_op_library) that no override map in the tree uses turned into
     a note: TF2's tapes look gradients up by op type, so it is valid TF2 as it stands."""
     used = {site.name for site in override_targets}
-    op_types = {name for name in data.op_types if name not in data.gradient_names}
     by_place = {(site.path, site.line, site.col): site for site in registrations}
     out = []
     for finding in findings:
         site = by_place.get((finding.path, finding.line, finding.col)) if finding.rule == "GC003" else None
-        if site is not None and site.name not in used and (site.name in op_types or site.path in op_library_files):
-            kind = "a TensorFlow op" if site.name in op_types else "an op this file loads with tf.load_op_library"
+        kind = unused_op_type(site, used, data, op_library_files) if site is not None else None
+        if site is not None and kind is not None:
             finding = dataclasses.replace(
                 finding, severity=str(Severity.NOTE),
                 message=f"RegisterGradient({site.name!r}) registers the gradient of op type {site.name!r} itself "
@@ -156,6 +155,19 @@ def op_type_registrations(findings: list[Finding], registrations: Iterable[Site]
                 suggestion="Keep it. Check it with compat-check if the op's gradient must match a TF1 run.")
         out.append(finding)
     return out
+
+
+def unused_op_type(site: Site, used: set[str] | frozenset[str], data: tf_data.TFData,
+                   op_library_files: set[str] | frozenset[str]) -> str | None:
+    """What real op type `site` registers the gradient of, if no override map uses its name ("a TensorFlow op",
+    "an op this file loads with tf.load_op_library"), else None (the rewriter keeps such registrations as well)."""
+    if site.name in used:
+        return None
+    if site.name in data.op_types and site.name not in data.gradient_names:
+        return "a TensorFlow op"
+    if site.path in op_library_files:
+        return "an op this file loads with tf.load_op_library"
+    return None
 
 
 def _exclusive(a: Site, b: Site) -> bool:

@@ -10,6 +10,7 @@ from compat.audit.suggestions import snake
 from compat.rewrite import builtin_gradients, cleanup
 from compat.rewrite.context import ModuleContext
 from compat.rewrite.defun import find_defuns, plan_defuns
+from compat.rewrite.kept import TreeFacts, audit_source, kept_registrations
 from compat.rewrite.names import local_names
 from compat.rewrite.newlines import keep_final_newlines
 from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, stray_map_calls
@@ -22,11 +23,13 @@ from compat.rewrite.unfollowed import plan_unfollowed
 TRIGGER_WORDS = ("Defun", "RegisterGradient", "gradient_override_map")
 
 
-def rewrite_source(text: str, path: str = "<string>") -> SourceResult:
+def rewrite_source(text: str, path: str = "<string>", tree: TreeFacts | None = None) -> SourceResult:
     """Rewrite `text` (the source of `path`); raises libcst.ParserSyntaxError if it does not parse.
 
     Returns the new text (identical when there is nothing to do) and one `Site` per legacy pattern, each
-    `rewritten` or `todo` (left unchanged with a `# TODO(gradcompat): ...` comment saying why).
+    `rewritten`, `kept` (valid TF2 as it is, unchanged) or `todo` (left unchanged with a `# TODO(gradcompat): ...`
+    comment saying why). `tree`: what the other files rewritten together say (override maps using a gradient
+    registered here keep it from being `kept`); without it, this file alone.
     """
     if not any(word in text for word in TRIGGER_WORDS):
         return SourceResult(text)
@@ -36,9 +39,10 @@ def rewrite_source(text: str, path: str = "<string>") -> SourceResult:
     if alias is None and "tf" in ctx.used_names:
         plan.tf_alias = ctx.fresh("tensorflow_")
         plan.add_tf_import = True
-    _plan_overrides(ctx, plan)
+    audit, syntax = audit_source(text, path)
+    _plan_overrides(ctx, plan, kept_registrations(audit, syntax, tree))
     plan_defuns(ctx, find_defuns(ctx), plan)
-    plan_unfollowed(ctx, plan, text)
+    plan_unfollowed(ctx, plan, text, audit)
     if not plan.sites:
         return SourceResult(text)
     plan.sites.sort()
@@ -49,7 +53,7 @@ def rewrite_source(text: str, path: str = "<string>") -> SourceResult:
     return SourceResult(keep_final_newlines(text, code), tuple(plan.sites))
 
 
-def _plan_overrides(ctx: ModuleContext, plan: Plan) -> None:
+def _plan_overrides(ctx: ModuleContext, plan: Plan, kept: dict[int, str]) -> None:
     nests = find_nests(ctx)
     registrations = find_registrations(ctx)
     by_key = {r.key: r for r in registrations if r.key is not None}
@@ -70,6 +74,8 @@ def _plan_overrides(ctx: ModuleContext, plan: Plan) -> None:
     for reg in registrations:
         if reg.key in duplicated:
             reg.refuse(f"gradient {reg.shown} is registered more than once in this file: rewrite by hand")
+        elif reg.line in kept and not reg.uses:
+            reg.kept = kept[reg.line]
     _settle(ctx, nests, registrations)
     for nest in nests:
         _plan_nest(ctx, plan, nest, by_key)
@@ -151,6 +157,9 @@ def _build_registration(ctx: ModuleContext, reg: Registration, tf: str,
 
 
 def _plan_registration(ctx: ModuleContext, plan: Plan, reg: Registration) -> None:
+    if reg.kept:
+        plan.kept(reg.line, "register_gradient", reg.kept)
+        return
     if reg.problem is not None or reg.fn is None:
         plan.todo(reg.anchor, reg.line, "register_gradient", reg.problem or "rewrite by hand")
         return

@@ -12,8 +12,10 @@ from collections.abc import Callable, Iterable, Iterator
 import libcst as cst
 
 from compat.audit import token_scan
+from compat.audit.engine import audit_file
 from compat.audit.walker import iter_python_files
 from compat.rewrite.engine import rewrite_source
+from compat.rewrite.kept import TreeFacts
 from compat.rewrite.replace import Snapshot, replace
 from compat.rewrite.result import PATTERNS, FileResult, Site, Status
 from compat.rewrite.todo import PREFIX as TODO_PREFIX
@@ -67,8 +69,12 @@ def _decode(data: bytes) -> tuple[str, str] | str:
         return f"cannot decode source: {e}; save it as UTF-8 (or declare its coding) and run again"
 
 
-def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileResult:
-    """Rewrite one file; never raises for a bad file: the result says `skipped` or `failed` with the reason."""
+def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+                 tree: TreeFacts | None = None) -> FileResult:
+    """Rewrite one file; never raises for a bad file: the result says `skipped` or `failed` with the reason.
+
+    `tree`: what the files rewritten with it say (see `rewrite_source`); without it, this file alone.
+    """
     read = _read(path, max_file_bytes)
     if isinstance(read, FileResult):
         return read
@@ -78,7 +84,7 @@ def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEF
         return FileResult(path, "failed", decoded)
     text, encoding = decoded
     try:
-        result = rewrite_source(text, path)
+        result = rewrite_source(text, path, tree)
     except cst.ParserSyntaxError as e:
         return _unparsable(path, text, f"syntax error at line {e.raw_line}: {e.message}; not touched")
     except RecursionError:
@@ -159,8 +165,12 @@ def rewrite_paths(
     a directory are not entered (`compat.audit.walker.DEFAULT_EXCLUDES`; each is passed to
     `on_default_excluded`); a path given in `paths` is always rewritten.
     """
-    for path in _files(paths, excludes, default_excludes=default_excludes, on_default_excluded=on_default_excluded):
-        result = rewrite_file(path, in_place=in_place, max_file_bytes=max_file_bytes)
+    files = list(_files(paths, excludes, default_excludes=default_excludes, on_default_excluded=on_default_excluded))
+    # A gradient one file registers may be used by an override map in another: a registration is only `kept`
+    # when no map in any of the files uses it (the audit's tree-wide GC003 note).
+    tree = TreeFacts.of(audit_file(path, max_file_bytes=max_file_bytes) for path in files if os.path.isfile(path))
+    for path in files:
+        result = rewrite_file(path, in_place=in_place, max_file_bytes=max_file_bytes, tree=tree)
         if on_file is not None:
             on_file(result)
         yield result

@@ -35,7 +35,7 @@ class Plan:
       graph_handles: names of `G = tf.get_default_graph()` handles used by rewritten maps (removed if now unused).
       key_names: names of gradient-name variables used by rewritten registrations (removed if now unused).
       tf_alias: the name to write `tf.custom_gradient` with; `import tensorflow as tf` is added if it is unbound.
-      sites: every legacy site found, rewritten or TODO.
+      sites: every legacy site found, rewritten, kept or TODO.
     """
 
     tf_alias: str
@@ -61,6 +61,10 @@ class Plan:
 
     def rewritten(self, line: int, pattern: str, what: str) -> None:
         self.sites.append(Site(line, pattern, "rewritten", what))
+
+    def kept(self, line: int, pattern: str, reason: str) -> None:
+        """Leave the site as it is, without a comment: it is valid TF2 (`reason` says why)."""
+        self.sites.append(Site(line, pattern, "kept", reason))
 
     def replace(self, statement: cst.CSTNode, builder: StatementBuilder) -> None:
         self.statements[id(statement)] = builder

@@ -33,6 +33,7 @@ class Registration:
     uses: list[OverrideUse] = dataclasses.field(default_factory=list)
     problem: str | None = None
     new_name: str = ""
+    kept: str = ""  # why it stays as it is (a real op type's gradient no override map uses), when it does
 
     def refuse(self, reason: str) -> None:
         if self.problem is None:
@@ -119,7 +120,7 @@ def _check_function(ctx: ModuleContext, reg: Registration, fn: cst.FunctionDef) 
 
 def check_uses(ctx: ModuleContext, reg: Registration) -> None:
     """Refuse a registration whose uses cannot share one rewritten function."""
-    if reg.problem is not None or reg.fn is None:
+    if reg.problem is not None or reg.fn is None or reg.kept:
         return
     if not reg.uses:
         reg.refuse(f"gradient {reg.shown} is used by no override map in this file that the rewriter can follow: "

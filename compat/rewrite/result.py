@@ -7,7 +7,9 @@ from typing import Literal
 
 from compat.audit.findings import path_fields
 
-Outcome = Literal["rewritten", "todo", "skipped"]
+Outcome = Literal["rewritten", "kept", "todo", "skipped"]
+OUTCOMES: tuple[Outcome, ...] = ("rewritten", "kept", "todo", "skipped")
+DONE: tuple[Outcome, ...] = ("rewritten", "kept")  # outcomes that leave valid TF2 code
 Status = Literal["rewritten", "todo", "unchanged", "skipped", "failed"]
 STATUSES: tuple[Status, ...] = ("rewritten", "todo", "unchanged", "skipped", "failed")
 
@@ -27,9 +29,11 @@ class Site:
     Attributes:
       line: 1-based line of the legacy call (the same line `compat-audit` reports).
       pattern: a key of `PATTERNS`.
-      outcome: `rewritten`, or `todo` when it was left as is with a `# TODO(gradcompat): ...` comment, or
-        `skipped` when its file was skipped (nothing written: see the file's reason).
-      reason: for `todo`, why and what to do by hand; for `rewritten`, what it became.
+      outcome: `rewritten`, or `kept` when it is valid TF2 as it is and left unchanged (a RegisterGradient of a
+        real op type no override map uses), or `todo` when it was left as is with a `# TODO(gradcompat): ...`
+        comment, or `skipped` when its file was skipped (nothing written: see the file's reason).
+      reason: for `todo`, why and what to do by hand; for `kept`, why it is valid TF2; for `rewritten`, what it
+        became.
     """
 
     line: int

@@ -13,7 +13,7 @@ import re
 import libcst as cst
 
 from compat.audit import data as tf_data
-from compat.audit.findings import Finding
+from compat.audit.findings import FileResult, Finding
 from compat.audit.visitor import audit_tree
 from compat.rewrite.context import ModuleContext
 from compat.rewrite.plan import Plan
@@ -32,11 +32,12 @@ _WORDS = {"GC001": "Defun", "GC002": "Defun", "GC003": "RegisterGradient", "GC00
 _MAX_FORM = 60
 
 
-def legacy_findings(text: str) -> list[Finding]:
-    """The audit's GC001-GC004 findings on `text` (per-file rules; never imports TensorFlow)."""
-    tree = ast.parse(text)
-    result = audit_tree("<rewrite>", tree, text, tf_data.load(), text.count("\n") + 1)
-    return [f for f in result.findings if f.rule in RULE_PATTERNS]
+def legacy_findings(text: str, audit: FileResult | None = None) -> list[Finding]:
+    """The audit's GC001-GC004 findings on `text` (per-file rules; never imports TensorFlow); `audit`: its audit,
+    when already done."""
+    if audit is None:
+        audit = audit_tree("<rewrite>", ast.parse(text), text, tf_data.load(), text.count("\n") + 1)
+    return [f for f in audit.findings if f.rule in RULE_PATTERNS]
 
 
 class _Elide(cst.CSTTransformer):
@@ -104,9 +105,9 @@ def _call_at(ctx: ModuleContext, statement: cst.CSTNode, finding: Finding, lines
     return (naming or exact)[-1] if exact else None
 
 
-def plan_unfollowed(ctx: ModuleContext, plan: Plan, text: str) -> None:
+def plan_unfollowed(ctx: ModuleContext, plan: Plan, text: str, audit: FileResult | None = None) -> None:
     """Add a TODO site for every GC001-GC004 finding on a line the plan does not cover."""
-    findings = legacy_findings(text)
+    findings = legacy_findings(text, audit)
     if not findings:
         return
     statements = _statements(ctx)

@@ -170,7 +170,8 @@ def test_todo_sites_exit_4_and_are_counted_again_on_a_rerun(tree: Path) -> None:
     assert report["summary"]["todo"] == 1 and report["summary"]["rewritten"] == 0
     again = _run("--in-place", str(todo))
     assert again.returncode == 4, again.stderr
-    assert "1 legacy sites: 0 rewritten, 1 TODO" in again.stderr and "left for you to migrate by hand" in again.stderr
+    assert "1 legacy sites: 0 rewritten, 0 kept (valid TF2 as they are), 1 TODO" in again.stderr
+    assert "left for you to migrate by hand" in again.stderr
     assert "unchanged [line 7 override_map todo]" in again.stderr
 
 
@@ -180,6 +181,25 @@ def test_todo_wins_over_changes_and_skipped_files_win_over_todo(tree: Path) -> N
     assert _run(str(tree / "sign_ste.py"), str(tree / "todo.py")).returncode == 4
     (tree / "py2.py").write_text("print 'RegisterGradient'\n")
     assert _run(str(tree / "sign_ste.py"), str(tree / "todo.py"), str(tree / "py2.py")).returncode == 3
+
+
+KEPT_ONLY = ('import tensorflow as tf\n\n_lib = tf.load_op_library("zero_out.so")\n\n\n'
+             '@tf.RegisterGradient("ZeroOut")\ndef _zero_out_grad(op, grad):\n'
+             '    return grad * op.get_attr("scale")\n')
+
+
+def test_kept_sites_are_done_exit_0_and_show_in_json_and_the_summary(tree: Path) -> None:
+    kept = tree / "kept.py"
+    kept.write_text(KEPT_ONLY)
+    done = _run("--format=json", str(kept))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    [site] = report["files"][0]["sites"]
+    assert site["outcome"] == "kept" and "tf.load_op_library" in site["reason"]
+    assert report["files"][0]["status"] == "unchanged" and report["summary"]["sites_kept"] == 1
+    assert "1 legacy sites: 0 rewritten, 1 kept (valid TF2 as they are), 0 TODO" in done.stderr
+    assert _run(str(kept), str(tree / "sign_ste.py")).returncode == 1
+    assert kept.read_text() == KEPT_ONLY
 
 
 def test_help_states_the_exit_codes_and_the_default_excludes() -> None:

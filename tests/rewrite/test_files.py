@@ -47,8 +47,8 @@ def test_in_place_writes_atomically_and_keeps_permissions(legacy_file: Path) -> 
 def test_file_changed_since_read_is_skipped(legacy_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = files.rewrite_source
 
-    def edit_meanwhile(text: str, path: str):  # another editor saves the file while we rewrite it
-        result = real(text, path)
+    def edit_meanwhile(text: str, path: str, tree=None):  # another editor saves the file while we rewrite it
+        result = real(text, path, tree)
         legacy_file.write_text(LEGACY + "# edited meanwhile\n")
         return result
 
