@@ -75,6 +75,7 @@ class OverrideNest:
     uses: list[OverrideUse] = dataclasses.field(default_factory=list)
     handles: set[str] = dataclasses.field(default_factory=set)
     problem: str | None = None
+    seen: int = 0  # calls in the blocks that the rewriter knows the ops of
 
     def refuse(self, reason: str) -> None:
         if self.problem is None:
@@ -217,6 +218,10 @@ def _tensor_args(ctx: ModuleContext, call: cst.Call, wrapper: tf_ops.OpWrapper,
 def _analyse(ctx: ModuleContext, outer: cst.With) -> OverrideNest:
     nest = OverrideNest(outer)
     _scan(ctx, outer, {}, nest)
+    if not nest.uses and not nest.seen:  # never drop a map whose ops were not seen: they may be overridden
+        nest.refuse("the override block creates no op the rewriter can see (no TensorFlow call it knows), so it "
+                    "cannot show that dropping the map keeps the gradients: remove the map by hand if it overrides "
+                    "nothing, else wrap each overridden op in a @tf.custom_gradient by hand")
     return nest
 
 
@@ -238,6 +243,12 @@ def _scan(ctx: ModuleContext, node: cst.CSTNode, active: dict[str, tuple[GradKey
                 _scan(ctx, item, inner, nest)
         _scan(ctx, node.body, inner, nest)
         return
+    if isinstance(node, cst.Yield | cst.Await):
+        word = "yields" if isinstance(node, cst.Yield) else "awaits"
+        nest.refuse(f"the override block {word}, so the map is also active in code outside it that the rewriter "
+                    "cannot see (e.g. the body of the caller's `with` over a @contextmanager): dropping it would "
+                    "lose the override there; wrap each overridden op that code creates in a @tf.custom_gradient "
+                    "by hand")
     if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
         nest.refuse("the override block defines a function or class, whose ops are built later, maybe under "
                     "another map: move it out of the block, or rewrite by hand")
@@ -264,6 +275,7 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
                     f"may create ops of the overridden types ({', '.join(sorted(active))}): wrap each overridden "
                     "op in a @tf.custom_gradient by hand")
         return
+    nest.seen += 1
     overridden = sorted(wrapper.op_types & set(active))
     if not overridden:
         return
