@@ -1,17 +1,45 @@
 """Turn a legacy gradient body `(op, *grads)` into the inner `grad(*grads)` of a tf.custom_gradient.
 
-`op.inputs[i]` becomes the forward's i-th input and `op.outputs[j]` its j-th output; any other use of `op`
-(`op.get_attr(...)`, `op.type`, passing `op` on) cannot be mapped and is refused with the reason.
+`op.inputs[i]` becomes the forward's i-th input and `op.outputs[j]` its j-th output; `op.type` and
+`op.get_attr("T")` become what the caller derives from the overridden op (`reads`); any other use of `op`
+(`op.get_attr("scale")`, `op.name`, `op.device`, passing `op` on) cannot be mapped and is refused with the reason,
+saying what to pass in by hand.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import libcst as cst
 
 _FIELDS = ("inputs", "outputs")
+# What a tf.custom_gradient has no op for, and what to do instead (an attribute of `op` -> the TODO's words).
+_NO_OP_READS = {
+    "name": "reads op.name, the name TF1 gave the op, which a tf.custom_gradient has no op for: use a fixed name, "
+            "or pass in the forward call's `name=`, by hand",
+    "device": "reads op.device, the device TF1 placed the op on, which a tf.custom_gradient has no op for: pass "
+              "in the device the gradient needs (e.g. an input's `.device`) by hand",
+    "node_def": "reads op.node_def, the op's TF1 graph definition, which a tf.custom_gradient has no op for: pass "
+                "in the attribute values it reads (from the forward call's arguments) by hand",
+    "type": "reads op.type, the type of the op TF1 differentiates: write that op type as a string by hand",
+}
+
+
+def attr_key(name: str) -> str:
+    """The `reads` key of `op.get_attr(name)`; `op.type` is "type"."""
+    return f"get_attr:{name}"
+
+
+def _get_attr(node: cst.Call, op: str) -> tuple[str | None] | None:
+    """(attribute name or None when computed,) for `op.get_attr(...)`, else None."""
+    func = node.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == op
+            and func.attr.value == "get_attr"):
+        return None
+    arg = node.args[0].value if len(node.args) == 1 and node.args[0].keyword is None else None
+    value = arg.evaluated_value if isinstance(arg, cst.SimpleString) else None
+    return (value if isinstance(value, str) else None,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,9 +153,31 @@ def adoptable_names(body: cst.BaseSuite, op: str) -> dict[tuple[str, int], str]:
 
 
 class _MapOp(cst.CSTTransformer):
-    def __init__(self, op: str, inputs: Sequence[str], outputs: Sequence[str] | None) -> None:
-        self.op, self.targets = op, {"inputs": list(inputs), "outputs": outputs}
+    def __init__(self, op: str, inputs: Sequence[str], outputs: Sequence[str] | None,
+                 reads: Mapping[str, str]) -> None:
+        self.op, self.targets, self.reads = op, {"inputs": list(inputs), "outputs": outputs}, reads
         self.problems: list[str] = []
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        found = _get_attr(node, self.op)
+        if found is None:
+            return True
+        name = found[0]
+        if name is None:
+            self.problems.append("reads op.get_attr(...) of an attribute named at run time, which a "
+                                 "tf.custom_gradient has no op for: pass the value in by hand")
+        elif attr_key(name) not in self.reads:
+            self.problems.append(f"reads op.get_attr({name!r}), an attribute of the TF1 op, which a "
+                                 "tf.custom_gradient has no op for: pass in the value the forward call sets it from "
+                                 "by hand (e.g. close over it)")
+        return False  # a literal name holds nothing to map; a computed one is refused
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        found = _get_attr(original, self.op)
+        if found is None or found[0] is None or attr_key(found[0]) not in self.reads:
+            return updated
+        return cst.parse_expression(self.reads[attr_key(found[0])]).with_changes(
+            lpar=updated.lpar, rpar=updated.rpar)
 
     def _target(self, field: str, index: int | None) -> str | None:
         values = self.targets[field]
@@ -156,15 +206,18 @@ class _MapOp(cst.CSTTransformer):
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         if not (isinstance(node.value, cst.Name) and node.value.value == self.op):
             return True
-        if node.attr.value not in _FIELDS:
-            self.problems.append(
-                "reads op.get_attr(...), which has no value before the graph is built" if node.attr.value == "get_attr"
-                else f"reads op.{node.attr.value}, which a tf.custom_gradient has no equivalent for")
+        attr = node.attr.value
+        if attr not in _FIELDS and attr not in self.reads:
+            self.problems.append(_NO_OP_READS.get(
+                attr, f"reads op.{attr}, which a tf.custom_gradient has no equivalent for: rewrite by hand"))
         return False
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         field = _op_field(original, self.op)
         if field is None:
+            if (isinstance(original.value, cst.Name) and original.value.value == self.op
+                    and original.attr.value in self.reads):
+                return cst.parse_expression(self.reads[original.attr.value])
             return updated
         target = self._target(field, None)
         return updated if target is None else cst.parse_expression(target)
@@ -205,6 +258,7 @@ def _is_self_assignment(stmt: cst.BaseSmallStatement) -> bool:
 
 def map_gradient_body(
     body: cst.BaseSuite | cst.BaseExpression, op: str | None, inputs: Sequence[str], outputs: Sequence[str] | None,
+    reads: Mapping[str, str] | None = None,
 ) -> cst.IndentedBlock | Refused:
     """The body with `op` mapped (a lambda's expression becomes `return <expr>`), or why it cannot be.
 
@@ -212,6 +266,8 @@ def map_gradient_body(
       body: the legacy gradient function's body, or a lambda's expression.
       op: the name of its first parameter (None when it has none: nothing to map).
       inputs, outputs: source code of the forward's inputs and outputs (`x`, `y[1]`); outputs None when unknown.
+      reads: source code for other reads of `op` derivable from the overridden op: "type" for `op.type`,
+        `attr_key("T")` for `op.get_attr("T")` (e.g. `{"type": "'Sign'", "get_attr:T": "x.dtype"}`).
     """
     if isinstance(body, cst.BaseExpression):
         block = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Return(value=body)])])
@@ -222,7 +278,7 @@ def map_gradient_body(
         block = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=list(body.body))])
     if op is None:
         return block
-    mapper = _MapOp(op, inputs, outputs)
+    mapper = _MapOp(op, inputs, outputs, reads or {})
     mapped = block.visit(mapper)
     if mapper.problems:
         return Refused("the gradient function " + "; ".join(dict.fromkeys(mapper.problems)))

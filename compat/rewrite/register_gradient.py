@@ -13,7 +13,13 @@ import libcst.metadata as meta
 
 from compat.audit.suggestions import snake
 from compat.rewrite.context import ModuleContext
-from compat.rewrite.grad_body import Refused, adoptable_names, map_gradient_body, reads_outputs_differentiably
+from compat.rewrite.grad_body import (
+    Refused,
+    adoptable_names,
+    attr_key,
+    map_gradient_body,
+    reads_outputs_differentiably,
+)
 from compat.rewrite.names import local_fresh, names_in
 from compat.rewrite.override_map import GradKey, OverrideUse, grad_key
 from compat.rewrite.stateful import nondeterministic_call
@@ -113,7 +119,8 @@ def _check_function(ctx: ModuleContext, reg: Registration, fn: cst.FunctionDef) 
         reg.refuse(f"`{fn.name.value}` is defined inside a `{type(owner).__name__}` block: rewrite by hand")
         return
     op = params.params[0].name.value
-    mapped = map_gradient_body(fn.body, op, ["_"] * 8, ["_"] * 8)
+    # op.type and op.get_attr("T") may be derivable from the op an override map applies it to: checked there.
+    mapped = map_gradient_body(fn.body, op, ["_"] * 8, ["_"] * 8, {"type": "_", attr_key("T"): "_"})
     if isinstance(mapped, Refused):
         reg.refuse(f"{mapped.reason}: rewrite `{fn.name.value}` by hand as the inner grad of a @tf.custom_gradient")
 
@@ -157,7 +164,8 @@ def check_uses(ctx: ModuleContext, reg: Registration) -> None:
     if n_grads != 1 and not isinstance(reg.fn.params.star_arg, cst.Param):
         reg.refuse(f"`{reg.fn.name.value}` takes {n_grads} upstream gradients for a one-output op: rewrite by hand")
         return
-    mapped = map_gradient_body(reg.fn.body, reg.fn.params.params[0].name.value, ["_x"] * n_inputs, ["_y"])
+    mapped = map_gradient_body(reg.fn.body, reg.fn.params.params[0].name.value, ["_x"] * n_inputs, ["_y"],
+                               op_reads(reg.uses[0], ["_x"] * n_inputs))
     if isinstance(mapped, Refused):
         reg.refuse(f"{mapped.reason}: rewrite `{reg.fn.name.value}` by hand")
 
@@ -198,7 +206,7 @@ def build(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.FunctionD
     legacy = updated.name.value
     inner = legacy if legacy not in avoid | taken | {y} else local_fresh("grad", avoid | taken | {y})
     output = f"{reg.new_name}({', '.join(inputs)})" if reinvoke else y
-    body = map_gradient_body(updated.body, op, inputs, [output])
+    body = map_gradient_body(updated.body, op, inputs, [output], op_reads(use, inputs))
     assert not isinstance(body, Refused), body
     forward = _forward_call(ctx, use, inputs)
     template = (f"@{tf}.custom_gradient\n"
@@ -215,6 +223,15 @@ def build(ctx: ModuleContext, reg: Registration, tf: str, updated: cst.FunctionD
     statements[1] = inner_def.with_changes(body=body.with_changes(footer=()))
     statements[2] = statements[2].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     return new.with_changes(body=new.body.with_changes(body=statements), leading_lines=updated.leading_lines)
+
+
+def op_reads(use: OverrideUse, inputs: list[str]) -> dict[str, str]:
+    """What a gradient's `op.type` and `op.get_attr(<type attribute>)` are for the op `use` overrides: its op type,
+    and the dtype of the input TensorFlow's op definition types with that attribute (`tf_ops.OpWrapper`)."""
+    reads = {"type": f"\"{use.op_type}\""}
+    for attr, index in use.wrapper.type_attrs:
+        reads[attr_key(attr)] = f"{inputs[index]}.dtype"
+    return reads
 
 
 def _forward_call(ctx: ModuleContext, use: OverrideUse, inputs: list[str]) -> str:

@@ -23,6 +23,7 @@ class OpWrapper:
     op_types: frozenset[str]
     inputs: tuple[str, ...] = ("x",)
     no_op_when: str = ""  # when a call creates no op at all (TensorFlow returns the input itself), if it can
+    type_attrs: tuple[tuple[str, int], ...] = ()  # (attr, i): the op's type attribute is the dtype of input i
 
     @property
     def always_creates(self) -> bool:
@@ -53,8 +54,10 @@ def _register(op_types: str | tuple[str, ...], inputs: tuple[str, ...], *paths: 
               no_op_when: str = "") -> None:
     types = frozenset((op_types,) if isinstance(op_types, str) else op_types)
     leaf = paths[0].rsplit(".", 1)[-1]
+    # Every single-op wrapper's op types its inputs with the attribute T (checked against TensorFlow by a test).
+    type_attrs = (("T", 0),) if isinstance(op_types, str) and not no_op_when else ()
     for path in (*paths, f"{_MODULES[internal]}.{leaf}"):
-        WRAPPERS[path] = OpWrapper(path, types, inputs, no_op_when)
+        WRAPPERS[path] = OpWrapper(path, types, inputs, no_op_when, type_attrs)
 
 
 # Single-op wrappers: a call can be wrapped in a tf.custom_gradient.

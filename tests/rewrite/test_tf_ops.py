@@ -52,6 +52,19 @@ def test_wrapper_creates_the_listed_op_types_for_every_floating_dtype(path: str)
         f"{path}: creates no op for {none}" if none else f"{path}: no_op_when is set but every call creates an op")
 
 
+@pytest.mark.parametrize("path", sorted(p for p, w in tf_ops.WRAPPERS.items() if w.type_attrs))
+def test_type_attributes_are_the_dtypes_of_the_listed_inputs(path: str) -> None:
+    """What `op.get_attr("T")` in a gradient is rewritten to: the dtype of the listed input, for every dtype."""
+    wrapper = tf_ops.WRAPPERS[path]
+    for dtype in FLOATING:
+        graph = tf.Graph()
+        with graph.as_default():
+            inputs = [tf.compat.v1.placeholder(dtype, [3]) for _ in wrapper.inputs]
+            op = _resolve(path)(*inputs).op
+            for attr, index in wrapper.type_attrs:
+                assert op.get_attr(attr) == inputs[index].dtype, (path, dtype, attr)
+
+
 def test_builtin_gradients_match_tensorflow() -> None:
     x = tf.constant([1.5, -2.0, 0.25])
     dy = tf.constant([0.5, 2.0, -1.0])
