@@ -21,7 +21,7 @@ from compat.rewrite.grad_body import (
     reads_outputs_differentiably,
 )
 from compat.rewrite.names import local_fresh, names_in
-from compat.rewrite.override_map import GradKey, OverrideUse, grad_key
+from compat.rewrite.override_map import GradKey, OverrideUse, grad_key, is_map_call
 from compat.rewrite.stateful import nondeterministic_call
 
 
@@ -113,16 +113,48 @@ def _check_function(ctx: ModuleContext, reg: Registration, fn: cst.FunctionDef) 
         return
     block = ctx.parent(fn)
     owner = ctx.parent(block) if block is not None else None
-    if isinstance(owner, cst.If) and owner.orelse is None and owner.body is block:
+    if (isinstance(owner, cst.If) and owner.orelse is None and owner.body is block
+            and not isinstance(ctx.parent(owner), cst.If)):  # an `elif` arm is no `if` to hoist it out of
         reg.hoist_from = owner
-    elif not isinstance(block, cst.Module) and not isinstance(owner, cst.FunctionDef):
-        reg.refuse(f"`{fn.name.value}` is defined inside a `{type(owner).__name__}` block: rewrite by hand")
-        return
+        block, owner = ctx.parent(owner), ctx.parent(ctx.parent(owner) or owner)
+    # Up to its function or module: blocks that run the definition once, in order (a `with`, a `try` body), keep
+    # it where it is; a loop would register it again, an arm or clause may never run it.
+    while block is not None and not isinstance(block, cst.Module) and not isinstance(owner, cst.FunctionDef):
+        if not _runs_once(owner, block):
+            reg.refuse(f"`{fn.name.value}` is defined inside {_block_words(owner)}: rewrite by hand")
+            return
+        block = ctx.parent(owner) if owner is not None else None
+        owner = ctx.parent(block) if block is not None else None
     op = params.params[0].name.value
     # op.type and op.get_attr("T") may be derivable from the op an override map applies it to: checked there.
     mapped = map_gradient_body(fn.body, op, ["_"] * 8, ["_"] * 8, {"type": "_", attr_key("T"): "_"})
     if isinstance(mapped, Refused):
         reg.refuse(f"{mapped.reason}: rewrite `{fn.name.value}` by hand as the inner grad of a @tf.custom_gradient")
+
+
+def _runs_once(owner: cst.CSTNode | None, block: cst.CSTNode) -> bool:
+    """Whether `block`, a suite of `owner`, runs whenever `owner` does, once: a `with` body (not an override map,
+    whose block must not define functions) or a `try` body."""
+    if isinstance(owner, cst.With):
+        return owner.body is block and not any(is_map_call(item.item) for item in owner.items)
+    return isinstance(owner, cst.Try) and owner.body is block
+
+
+_BLOCK_WORDS: dict[type, str] = {
+    cst.For: "a `for` loop, which would register it again on each pass",
+    cst.While: "a `while` loop, which would register it again on each pass",
+    cst.If: "an `if` statement with an `else` or `elif`, which may not run it",
+    cst.Else: "an `else` clause, which may not run it",
+    cst.ExceptHandler: "an `except` clause, which may not run it",
+    cst.Finally: "a `finally` clause",
+    cst.ClassDef: "a class body",
+    cst.With: "an override map's `with` block",
+}
+
+
+def _block_words(owner: cst.CSTNode | None) -> str:
+    """A compound statement as users call it (never a syntax-tree class name)."""
+    return next((words for kind, words in _BLOCK_WORDS.items() if isinstance(owner, kind)), "a compound statement")
 
 
 def check_uses(ctx: ModuleContext, reg: Registration) -> None:
