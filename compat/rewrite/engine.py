@@ -13,7 +13,7 @@ from compat.rewrite.defun import find_defuns, plan_defuns
 from compat.rewrite.kept import TreeFacts, audit_source, kept_registrations
 from compat.rewrite.names import local_names
 from compat.rewrite.newlines import keep_final_newlines
-from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, stray_map_calls
+from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, grad_key, stray_map_calls
 from compat.rewrite.partial import apply_plan, plan_node_ids
 from compat.rewrite.plan import CallEdit, Plan
 from compat.rewrite.register_gradient import Registration, build, check_uses, find_registrations, new_name
@@ -71,11 +71,15 @@ def _plan_overrides(ctx: ModuleContext, plan: Plan, kept: dict[int, str]) -> Non
             elif len(use.wrapper.inputs) != 1:
                 nest.refuse(f"the built-in gradient {use.shown} has one input but "
                             f"`{ctx.code(use.call.func)}` has {len(use.wrapper.inputs)}: rewrite by hand")
+    blocked = _refused_map_values(ctx, nests)
     for reg in registrations:
         if reg.key in duplicated:
             reg.refuse(f"gradient {reg.shown} is registered more than once in this file: rewrite by hand")
         elif reg.line in kept and not reg.uses:
             reg.kept = kept[reg.line]
+        elif not reg.uses and reg.key in blocked:
+            reg.refuse(f"an override map using gradient {reg.shown} is not rewritten (see the TODO there): fix "
+                       "that, or rewrite both by hand")
     _settle(ctx, nests, registrations)
     for nest in nests:
         _plan_nest(ctx, plan, nest, by_key)
@@ -84,6 +88,13 @@ def _plan_overrides(ctx: ModuleContext, plan: Plan, kept: dict[int, str]) -> Non
     for call in stray_map_calls(ctx):
         plan.todo(ctx.statement(call), ctx.line(call), "override_map",
                   "gradient_override_map is not entered with a `with` statement here: rewrite by hand")
+
+
+def _refused_map_values(ctx: ModuleContext, nests: list[OverrideNest]) -> set[object]:
+    """The gradient names the maps left as TODOs use (their ops unseen: no use links them to registrations)."""
+    return {grad_key(ctx, element.value) for nest in nests if nest.problem for call in nest.map_calls
+            if call.args and isinstance(call.args[0].value, cst.Dict)
+            for element in call.args[0].value.elements if isinstance(element, cst.DictElement)}
 
 
 def _settle(ctx: ModuleContext, nests: list[OverrideNest], registrations: list[Registration]) -> None:
