@@ -77,6 +77,28 @@ def test_list_prints_the_registries(tmp_path, capsys):
     assert "scaled_ste" in out and "second_order" in out and "* custom_gradient@eager_tape" in out
 
 
+def test_list_with_a_spec_file_lists_that_files_specs(tmp_path, capsys):
+    spec_file = tmp_path / "two_ops.py"
+    spec_file.write_text(textwrap.dedent('''
+        import numpy as np
+        import tensorflow as tf
+        import compat
+
+        def _spec(name, description):
+            return compat.GradientSpec(name, tf.identity, lambda i, o, u: [u[0]], [np.ones(2, np.float32)],
+                                       description=description)
+
+        SPECS = [_spec("halve", "halves the upstream"), _spec("plain", "")]
+        print("a spec file that prints")
+    '''))
+    assert run_check(tmp_path, f"--specs={spec_file}:SPECS", "--list") == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"specs (--specs={spec_file}:SPECS):\n  halve: halves the upstream\n  plain\nscenarios:")
+    assert "scaled_ste" not in out and "a spec file that prints" not in out
+    with pytest.raises(app.UsageError, match="missing.py"):
+        run_check(tmp_path, "--specs=missing.py:X", "--list")
+
+
 def test_console_module_exit_code_2_and_help_lists_flags(tmp_path):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     bad = subprocess.run([sys.executable, "-m", "compat.apps.check", "--specs=missing.py:X"], capture_output=True,
@@ -349,3 +371,4 @@ def _processes_in(group):
             except OSError:
                 pass
     return found
+
