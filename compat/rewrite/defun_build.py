@@ -127,8 +127,13 @@ def _shaped(ctx: ModuleContext, site: DefunSite, tf: str, value: cst.BaseExpress
                                 f"{code(shapes)}))")
 
 
-def _gradient(ctx: ModuleContext, site: DefunSite, avoid: set[str]) -> tuple[str, cst.FunctionDef, str]:
-    """(the forward output's local name, the inner gradient function, its name)."""
+def _gradient(ctx: ModuleContext, site: DefunSite, tf: str, avoid: set[str]) -> tuple[str, cst.FunctionDef, str]:
+    """(the forward output's local name, the inner gradient function, its name).
+
+    A grad_func is a Defun: TF1 converts the gradients it is called with to dense tensors, where a tape may give
+    `grad` an IndexedSlices (the output read by tf.gather): the call passes `tf.convert_to_tensor(dy)` likewise.
+    A python_grad_func gets the gradients as they are, in TF1 as here.
+    """
     grad = site.grad
     inputs = site.inputs
     grad_body_source: cst.CSTNode = grad.body if isinstance(grad, cst.Lambda) else (
@@ -147,8 +152,9 @@ def _gradient(ctx: ModuleContext, site: DefunSite, avoid: set[str]) -> tuple[str
         dys = [local_fresh("dy" if site.n_outputs == 1 else f"dy{j}", avoid | {y, inner})
                for j in range(site.n_outputs)]
         signature = ", ".join(dys)
+        dense = [f"{tf}.convert_to_tensor({dy})" for dy in dys]
         body: cst.IndentedBlock | Refused = cst.IndentedBlock(body=[cst.parse_statement(
-            f"return {site.grad_def.name.value}({', '.join(inputs + dys)})\n")])
+            f"return {site.grad_def.name.value}({', '.join(inputs + dense)})\n")])
     else:
         params = grad.params if isinstance(grad, cst.Lambda) else site.grad_def.params  # type: ignore[union-attr]
         op = params.params[0].name.value
@@ -166,7 +172,7 @@ def _new_function(ctx: ModuleContext, site: DefunSite, tf: str, updated: cst.Fun
     """`updated` as `@tf.custom_gradient`: `before`, `y = value` (shapes enforced), the inner grad, `return y, grad`."""
     assert isinstance(updated.body, cst.IndentedBlock)
     avoid = names_in(updated.body) | names_in(value)
-    y, inner_def, inner = _gradient(ctx, site, avoid)
+    y, inner_def, inner = _gradient(ctx, site, tf, avoid | {tf})
     forward_output = cst.SimpleStatementLine(
         body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(y))], value=_shaped(ctx, site, tf, value, avoid))],
         leading_lines=last.leading_lines if last else (), trailing_whitespace=last.trailing_whitespace if last

@@ -370,3 +370,35 @@ def test_a_shape_func_the_rewriter_cannot_follow_is_left_with_a_todo(runner, sha
             return x * 2.0
         """))
     assert any(why in r and "by hand" in r for r in reasons), reasons
+
+
+# --- What a grad_func is called with ------------------------------------------------------------------------------
+
+GATHERED = """
+    @function.Defun(tf.float32, tf.float32)
+    def _square_grad(x, dy):
+        return dy * 3.0 * x
+
+    @function.Defun(tf.float32, grad_func=_square_grad)
+    def square(x):
+        return x * x
+
+    @function.Defun(tf.float32, tf.float32, tf.float32)
+    def _pair_grad(x, da, db):
+        return da * 2.0 * x + db * 0.5
+
+    def pair_fwd(x):
+        return x * x, x + 1.0
+
+    pair = function.Defun(tf.float32, grad_func=_pair_grad)(pair_fwd)
+
+    def model(x, s):
+        a, b = pair(x)
+        # tf.gather gives an IndexedSlices gradient, which TF1 makes dense for the grad_func.
+        return tf.gather(square(x), [0, 2]) * s[:2] + tf.gather(a, [4, 1]) + tf.gather(b, [0, 0])
+    """
+
+
+def test_a_grad_func_gets_dense_gradients_like_tf1(runner, tmp_path) -> None:
+    _assert_equivalent(runner, tmp_path, "gathered", _module(GATHERED),
+                       {"model": [("float32", [5]), ("float32", [5])]})
