@@ -40,7 +40,8 @@ class DefunSite:
     binding: cst.CSTNode | None = None  # the node binding `name`: the FunctionDef, or the Name `f`
     grad: cst.BaseExpression | None = None  # the grad_func / python_grad_func value
     grad_def: cst.FunctionDef | None = None  # its definition in this file
-    n_outputs: int = 1
+    n_outputs: int | None = 1  # None: only known when it runs (a forward over `*args`, a gradient `(op, *dys)`)
+    star: str | None = None  # `args` of a forward `def f(*args)`
     reinvoke: bool = False  # the gradient reads op.outputs differentiably: read them by calling the function again
     shape_func: tuple[str, cst.BaseExpression] | None = None  # (its op parameter, the shapes it returns)
     dropped: tuple[str, ...] = ()  # keywords left out because they change no value
@@ -51,8 +52,15 @@ class DefunSite:
             self.problem = reason
 
     @property
+    def bound(self) -> list[str]:
+        """The names the forward's parameters bind."""
+        plain = [p.name.value for p in self.fn.params.params] if self.fn is not None else []
+        return plain + ([self.star] if self.star else [])
+
+    @property
     def inputs(self) -> list[str]:
-        return [p.name.value for p in self.fn.params.params] if self.fn is not None else []
+        """The forward's inputs as code passing them on: `x, y`, or `*args`."""
+        return [f"*{n}" if n == self.star else n for n in self.bound]
 
 
 def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
@@ -127,8 +135,9 @@ def _analyse(ctx: ModuleContext, site: DefunSite, python: bool) -> None:
     params = fn.params
     dtypes = [a for a in site.call.args if a.keyword is None]
     # Starred dtypes (`*[tf.float32] * n`) cannot be counted here; TF1 itself raises unless they match.
-    if (isinstance(params.star_arg, cst.Param | cst.ParamStar) or params.star_kwarg is not None or params.kwonly_params
-            or params.posonly_params or any(p.default is not None for p in params.params)
+    if not _varargs(site, python) and (
+            isinstance(params.star_arg, cst.Param | cst.ParamStar) or params.star_kwarg is not None
+            or params.kwonly_params or params.posonly_params or any(p.default is not None for p in params.params)
             or (dtypes and not any(a.star for a in dtypes) and len(dtypes) != len(params.params))):
         site.refuse(f"`{name}` does not declare one dtype per plain parameter: rewrite by hand")
         return
@@ -139,11 +148,53 @@ def _analyse(ctx: ModuleContext, site: DefunSite, python: bool) -> None:
         _check_wrapped_returns(ctx, site)
     if site.problem is not None:
         return
+    if site.problem is not None:
+        return
     _analyse_grad(ctx, site, python, len(params.params), final)
     shape_func = _keyword(site.call, "shape_func")
     if shape_func is not None and site.problem is None:
         _analyse_shape_func(ctx, site, shape_func.value)
     _check_gradient_names(ctx, site, python)
+
+
+def _varargs(site: DefunSite, python: bool) -> bool:
+    """Whether the forward is `def f(*args)` (nothing else); rewritten only decorated, with a python_grad_func."""
+    assert site.fn is not None
+    params = site.fn.params
+    if not isinstance(params.star_arg, cst.Param) or params.params or params.kwonly_params or params.posonly_params \
+            or params.star_kwarg is not None:
+        return False
+    star = params.star_arg.name.value
+    if not python or site.applied is not None:
+        site.refuse(f"`{site.name}` takes `*{star}`, rewritten only as a decorated Defun with a python_grad_func (a "
+                    "grad_func's parameters do not say which are inputs and which gradients): rewrite by hand")
+    site.star = star
+    return True
+
+
+def _indexed_input(ctx: ModuleContext, body: cst.CSTNode, op: str) -> str | None:
+    """The first `op.inputs[<integer>]` in `body`: a forward over `*args` has no parameter to map it to."""
+    for node in ctx.walk(body):
+        if (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute)
+                and isinstance(node.value.value, cst.Name) and node.value.value.value == op
+                and node.value.attr.value == "inputs" and len(node.slice) == 1
+                and isinstance(node.slice[0].slice, cst.Index) and isinstance(node.slice[0].slice.value, cst.Integer)):
+            return ctx.code(node)
+    return None
+
+
+def _sequence_count(value: cst.BaseExpression) -> int | None:
+    """How many outputs `return value` gives when it is a literal tuple or list; else None."""
+    if isinstance(value, cst.Tuple | cst.List) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return len(value.elements)
+    return None
+
+
+def _is_sequence(ctx: ModuleContext, value: cst.BaseExpression) -> bool:
+    """`value` is a tuple or list whatever it holds: a literal, a comprehension, `tuple(...)` or `list(...)`."""
+    return isinstance(value, cst.Tuple | cst.List | cst.ListComp) or (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("tuple", "list")
+        and ctx.single_assignment(value.func) is None and len(value.args) == 1 and not value.args[0].keyword)
 
 
 def _check_keywords(ctx: ModuleContext, site: DefunSite) -> None:
@@ -175,7 +226,7 @@ def _final_return(ctx: ModuleContext, site: DefunSite) -> cst.Return | None:
     if final is None or returns != [final]:
         site.refuse(f"`{site.name}` does not end in its only `return <outputs>`: rewrite by hand")
         return None
-    rebound = sorted(assigned_names(body) & set(site.inputs))
+    rebound = sorted(assigned_names(body) & set(site.bound))
     if rebound:
         site.refuse(f"`{site.name}` reassigns its input {', '.join(rebound)}, which the gradient also reads: "
                     "rename it, or rewrite by hand")
@@ -266,16 +317,29 @@ def _analyse_grad(ctx: ModuleContext, site: DefunSite, python: bool, n_inputs: i
         if defun is None or len(site.grad_def.decorators) != 1 or any(_keyword(defun, k) for k in _GRADIENT_KEYWORDS):
             site.refuse(f"the grad_func `{ctx.code(grad)}` is not a plain @Defun function: rewrite by hand")
             return
-    if isinstance(params.star_arg, cst.Param | cst.ParamStar) or site.n_outputs < 1:
+    values = [final.value] if final is not None and final.value is not None else returned_values(ctx, site.fn)  # type: ignore[arg-type]
+    if site.star is not None and isinstance(params.star_arg, cst.Param) and n_params == 1:
+        # `(op, *grads)` for a forward over `*args`: as many gradients as the forward returns outputs.
+        site.n_outputs = _sequence_count(values[0])
+        if site.n_outputs is None and not _is_sequence(ctx, values[0]):
+            site.refuse(f"`{site.name}` takes `*{site.star}` and returns `{ctx.code(values[0])}`, which may be one "
+                        "tensor or several: rewrite by hand")
+            return
+    elif isinstance(params.star_arg, cst.Param | cst.ParamStar) or site.n_outputs is None or site.n_outputs < 1:
         site.refuse(f"the {kind} `{ctx.code(grad)}` does not take one gradient per output: rewrite by hand")
         return
-    values = [final.value] if final is not None and final.value is not None else returned_values(ctx, site.fn)  # type: ignore[arg-type]
     if not _outputs_match(ctx, site, kind, values):
         return
     if python:
         body = grad.body if isinstance(grad, cst.Lambda) else site.grad_def.body  # type: ignore[union-attr]
         op = params.params[0].name.value if params.params else None
-        mapped = map_gradient_body(body, op, ["_x"] * n_inputs, ["_y"] * site.n_outputs)
+        indexed = _indexed_input(ctx, body, op) if op is not None and site.star is not None else None
+        if indexed is not None:
+            site.refuse(f"the python_grad_func `{ctx.code(grad)}` reads `{indexed}` of `{site.name}`, which takes "
+                        f"`*{site.star}`: read `list({op}.inputs)` instead, or rewrite by hand")
+            return
+        outputs = None if site.n_outputs is None else ["_y"] * site.n_outputs
+        mapped = map_gradient_body(body, op, ["_x"] * n_inputs if site.star is None else ["*_x"], outputs)
         if isinstance(mapped, Refused):
             site.refuse(f"{mapped.reason}: rewrite `{ctx.code(grad)}` by hand")
             return
@@ -323,13 +387,17 @@ def _analyse_shape_func(ctx: ModuleContext, site: DefunSite, value: cst.BaseExpr
                     "rewrite by hand")
         return
     op = params.params[0].name.value
+    indexed = _indexed_input(ctx, expression, op) if site.star is not None else None
+    if indexed is not None:
+        site.refuse(f"{why}, which reads `{indexed}` of a Defun over `*{site.star}`: rewrite by hand")
+        return
     mapped = map_gradient_body(expression, op, site.inputs, None)
     if isinstance(mapped, Refused):
         site.refuse(f"{why}; that shape_func{mapped.reason.removeprefix('the gradient function')}: rewrite by hand")
         return
     if isinstance(expression, cst.List | cst.Tuple) and (
             any(isinstance(e, cst.StarredElement) for e in expression.elements)
-            or len(expression.elements) != site.n_outputs):
+            or (site.n_outputs is not None and len(expression.elements) != site.n_outputs)):
         site.refuse(f"{why}, which does not give one shape per output ({site.n_outputs}): rewrite by hand")
         return
     site.shape_func = (op, expression)
@@ -340,7 +408,7 @@ def _check_gradient_names(ctx: ModuleContext, site: DefunSite, python: bool) -> 
     it would read the forward's value instead of its own."""
     if site.problem is not None or site.fn is None:
         return
-    forward = set(site.inputs) | (assigned_names(site.fn.body) if site.applied is None else set())
+    forward = set(site.bound) | (assigned_names(site.fn.body) if site.applied is None else set())
     grad = site.grad
     assert grad is not None
     reads: list[tuple[str, set[str]]] = []
@@ -382,7 +450,7 @@ def _check_reinvocable(ctx: ModuleContext, site: DefunSite, grad_body: cst.CSTNo
     if stateful:
         site.refuse(why + f"but {stateful}: a second call could give another value, rewrite by hand")
     elif isinstance(scope, meta.ClassScope) or len(_bindings(ctx, site.binding, name)) != 1 or name in names_in(
-            fn.body) | names_in(grad_body) | set(site.inputs):
+            fn.body) | names_in(grad_body) | set(site.bound):
         site.refuse(why + f"but `{name}` is defined in a class body, rebound, or shadowed there: rewrite by hand")
 
 

@@ -61,7 +61,7 @@ def _called(ctx: ModuleContext, site: DefunSite) -> cst.BaseExpression:
     values = returned_values(ctx, site.fn)
     if all(isinstance(v, cst.Tuple | cst.List) for v in values) and site.n_outputs == 1:
         call += "[0]"
-    elif any(isinstance(v, cst.List) for v in values) and site.n_outputs > 1:
+    elif any(isinstance(v, cst.List) for v in values) and (site.n_outputs or 0) > 1:
         call = f"tuple({call})"
     return cst.parse_expression(call)
 
@@ -146,9 +146,10 @@ def _gradient(ctx: ModuleContext, site: DefunSite, tf: str, avoid: set[str]) -> 
     legacy = site.grad_def.name.value if site.pattern == "defun_python_grad_func" and site.grad_def else None
     inner = legacy if legacy and legacy not in avoid | {y} else local_fresh("grad", avoid | {y})
     output = f"{site.name}({', '.join(inputs)})" if site.reinvoke else y
-    outputs = [output] if site.n_outputs == 1 else [f"{output}[{j}]" for j in range(site.n_outputs)]
+    outputs = None if site.n_outputs is None else [output] if site.n_outputs == 1 else [
+        f"{output}[{j}]" for j in range(site.n_outputs)]
     if site.pattern == "defun_grad_func":
-        assert site.grad_def is not None
+        assert site.grad_def is not None and site.n_outputs is not None
         dys = [local_fresh("dy" if site.n_outputs == 1 else f"dy{j}", avoid | {y, inner})
                for j in range(site.n_outputs)]
         signature = ", ".join(dys)
@@ -179,7 +180,10 @@ def _new_function(ctx: ModuleContext, site: DefunSite, tf: str, updated: cst.Fun
         else cst.TrailingWhitespace())
     blank = [cst.EmptyLine(indent=False)]
     tail = cst.parse_statement(f"return {y}, {inner}\n", config=ctx.module.config_for_parsing)
-    statements = [*before, forward_output, inner_def.with_changes(leading_lines=blank),
+    # A forward over `*args` returning a sequence: TF1 gives one output as the tensor itself, several as a tuple.
+    unpacked = [] if site.n_outputs is not None else [cst.parse_statement(
+        f"{y} = {y}[0] if len({y}) == 1 else tuple({y})\n", config=ctx.module.config_for_parsing)]
+    statements = [*before, forward_output, *unpacked, inner_def.with_changes(leading_lines=blank),
                   tail.with_changes(leading_lines=blank)]
     new_decorator = cst.Decorator(cst.parse_expression(f"{tf}.custom_gradient"), leading_lines=decorator_lines)
     return updated.with_changes(decorators=[new_decorator], body=updated.body.with_changes(body=statements))

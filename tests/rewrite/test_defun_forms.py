@@ -259,16 +259,81 @@ def test_dtypes_given_by_a_starred_list_are_rewritten(runner, tmp_path) -> None:
     _assert_equivalent(runner, tmp_path, "starred", _module(STARRED), {"model": [("float32", [5]), ("float32", [5])]})
 
 
-def test_a_varargs_forward_is_left_with_a_todo(runner) -> None:
-    reasons = runner.todo_reasons(_module("""
-        def wrap(inputs, grad_fn):
-            @function.Defun(*[t.dtype for t in inputs], python_grad_func=grad_fn)
-            def identity(*args):
-                return tuple([tf.identity(t) for t in args])
+# A forward over `*args`: the custom-gradient wrapper of TF contrib's rev_block_lib and its copies (the Defun takes
+# the inputs and the outputs, passes the outputs through, and its python_grad_func reads op.inputs as a whole).
+VARARGS = """
+    def with_custom_grad(fn, grad_fn, inputs):
+        outputs = fn(*inputs)
+        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        n_in = len(inputs)
 
-            return identity(*inputs)
-        """))
-    assert any("`identity` does not declare one dtype per plain parameter" in r for r in reasons), reasons
+        def custom_grad_fn(op, *dys):
+            ins = list(op.inputs)[:n_in]
+            return tuple(grad_fn(ins, list(dys)) + [None] * len(outputs))
+
+        @function.Defun(*[t.dtype for t in list(inputs) + outputs], func_name="identity_custom_grad",
+                        python_grad_func=custom_grad_fn, shape_func=lambda _: [t.get_shape() for t in outputs])
+        def identity(*args):
+            outs = args[n_in:]
+            return tuple([tf.identity(t) for t in outs])
+
+        return identity(*(list(inputs) + outputs))
+
+    def _grad_fn(ins, dys):
+        x, s = ins
+        extra = dys[1] * 0.5 if len(dys) > 1 else 0.0
+        return [dys[0] * s * 2.0 + extra, dys[0] * x * x]
+
+    def two_outputs(x, s):
+        return with_custom_grad(lambda a, b: (a * b, tf.reshape(a + b, tf.shape(b))), _grad_fn, [x, s])
+
+    def one_output(x, s):
+        return with_custom_grad(lambda a, b: a * b * b, _grad_fn, [x, s])
+    """
+
+
+def test_a_varargs_forward_with_a_python_grad_func_is_rewritten(runner, tmp_path) -> None:
+    _assert_equivalent(runner, tmp_path, "varargs", _module(VARARGS),
+                       {name: [("float32", [5]), ("float32", [5])] for name in ("two_outputs", "one_output")})
+
+
+def test_a_varargs_forward_gives_one_output_as_the_tensor_itself_like_tf1() -> None:
+    text = _rewrite(_module(VARARGS))
+    assert "        y = y[0] if len(y) == 1 else tuple(y)\n" in text, text
+    assert "ins = list([*args])[:n_in]" in text, text
+
+
+@pytest.mark.parametrize("defun, why", [
+    ("""
+        @function.Defun(*[t.dtype for t in inputs])
+        def _grad(*args):
+            return args[:1]
+
+        @function.Defun(*[t.dtype for t in inputs], grad_func=_grad)
+        def identity(*args):
+            return tuple(args)
+        """, "`identity` takes `*args`, rewritten only as a decorated Defun with a python_grad_func"),
+    ("""
+        @function.Defun(*[t.dtype for t in inputs], python_grad_func=lambda op, *dys: [dys[0] * op.inputs[0]])
+        def identity(*args):
+            return tuple(args)
+        """, "reads `op.inputs[0]` of `identity`, which takes `*args`"),
+    ("""
+        @function.Defun(*[t.dtype for t in inputs], python_grad_func=lambda op, *dys: list(dys))
+        def identity(*args):
+            return args[0]
+        """, "`identity` takes `*args` and returns `args[0]`, which may be one tensor or several"),
+    ("""
+        @function.Defun(*[t.dtype for t in inputs], python_grad_func=lambda op, *dys: list(dys),
+                        shape_func=lambda op: [op.inputs[1].get_shape()])
+        def identity(*args):
+            return tuple(args)
+        """, "reads `op.inputs[1]` of a Defun over `*args`"),
+])
+def test_a_varargs_forward_the_rewriter_cannot_follow_is_left_with_a_todo(runner, defun: str, why: str) -> None:
+    source = "def wrap(inputs):\n" + textwrap.indent(textwrap.dedent(defun), "    ") + "    return identity(*inputs)\n"
+    reasons = runner.todo_reasons(_module(source))
+    assert any(why in r and "by hand" in r for r in reasons), reasons
 
 
 # --- Keywords that change no value: func_name=, noinline=, out_names= ------------------------------------------
