@@ -42,6 +42,7 @@ class DefunSite:
     grad_def: cst.FunctionDef | None = None  # its definition in this file
     n_outputs: int | None = 1  # None: only known when it runs (a forward over `*args`, a gradient `(op, *dys)`)
     star: str | None = None  # `args` of a forward `def f(*args)`
+    unpack: bool = False  # the decorated forward returns a sequence, not a literal: unpacked as TF1 does when it runs
     reinvoke: bool = False  # the gradient reads op.outputs differentiably: read them by calling the function again
     shape_func: tuple[str, cst.BaseExpression] | None = None  # (its op parameter, the shapes it returns)
     dropped: tuple[str, ...] = ()  # keywords left out because they change no value
@@ -330,6 +331,7 @@ def _analyse_grad(ctx: ModuleContext, site: DefunSite, python: bool, n_inputs: i
         return
     if not _outputs_match(ctx, site, kind, values):
         return
+    site.unpack = site.applied is None and _sequence_count(values[0]) is None and _is_sequence(ctx, values[0])
     if python:
         body = grad.body if isinstance(grad, cst.Lambda) else site.grad_def.body  # type: ignore[union-attr]
         op = params.params[0].name.value if params.params else None

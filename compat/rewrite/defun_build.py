@@ -109,9 +109,10 @@ def _shaped(ctx: ModuleContext, site: DefunSite, tf: str, value: cst.BaseExpress
                         args=[cst.Arg(tensor, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                               cst.Arg(shape)])
 
+    single = site.n_outputs == 1 and not site.unpack  # else `value` is a sequence, unpacked after
     if isinstance(shapes, cst.List | cst.Tuple) and isinstance(expression, cst.List | cst.Tuple):
         pairs = list(zip([e.value for e in expression.elements], [e.value for e in shapes.elements], strict=True))
-        if site.n_outputs == 1:
+        if single:
             keep = _keeps_input_shape(ctx, value, pairs[0][0], op, site.inputs)
             return value if keep else ensure(value, pairs[0][1])
         if isinstance(value, cst.Tuple):
@@ -120,7 +121,7 @@ def _shaped(ctx: ModuleContext, site: DefunSite, tf: str, value: cst.BaseExpress
                                else ensure(e.value, shape))
                 for e, (original, shape) in zip(value.elements, pairs, strict=True)])
     code = ctx.module.code_for_node
-    if site.n_outputs == 1:
+    if single:
         return ensure(value, cst.parse_expression(f"({code(shapes)})[0]"))
     t, s = local_names(("t", "shape"), avoid | {tf} | names_in(value) | names_in(shapes))
     return cst.parse_expression(f"tuple({tf}.ensure_shape({t}, {s}) for {t}, {s} in zip({code(value)}, "
@@ -180,8 +181,8 @@ def _new_function(ctx: ModuleContext, site: DefunSite, tf: str, updated: cst.Fun
         else cst.TrailingWhitespace())
     blank = [cst.EmptyLine(indent=False)]
     tail = cst.parse_statement(f"return {y}, {inner}\n", config=ctx.module.config_for_parsing)
-    # A forward over `*args` returning a sequence: TF1 gives one output as the tensor itself, several as a tuple.
-    unpacked = [] if site.n_outputs is not None else [cst.parse_statement(
+    # A forward returning a sequence (not a literal): TF1 gives one output as the tensor itself, several as a tuple.
+    unpacked = [] if not site.unpack else [cst.parse_statement(
         f"{y} = {y}[0] if len({y}) == 1 else tuple({y})\n", config=ctx.module.config_for_parsing)]
     statements = [*before, forward_output, *unpacked, inner_def.with_changes(leading_lines=blank),
                   tail.with_changes(leading_lines=blank)]

@@ -467,3 +467,28 @@ GATHERED = """
 def test_a_grad_func_gets_dense_gradients_like_tf1(runner, tmp_path) -> None:
     _assert_equivalent(runner, tmp_path, "gathered", _module(GATHERED),
                        {"model": [("float32", [5]), ("float32", [5])]})
+
+
+# --- A forward returning a sequence that is not a literal ---------------------------------------------------------
+
+SEQUENCES = """
+    @function.Defun(tf.float32, python_grad_func=lambda op, dy: dy * 2.0,
+                    shape_func=lambda op: [op.inputs[0].get_shape()])
+    def one_in_a_list(x):
+        return [tf.gather(x, tf.where(x > -100.0)[:, 0]) * k for k in (3.0,)]
+
+    @function.Defun(tf.float32, python_grad_func=lambda op, da, db: da * 2.0 + db)
+    def two_in_a_list(x):
+        return list([x * 3.0, x * x])
+
+    def model(x, s):
+        a, b = two_in_a_list(x)
+        # TF1 gives one output as the tensor itself: a list here would broadcast to [1, 5].
+        return one_in_a_list(x) * s + a * b
+    """
+
+
+def test_one_output_returned_in_a_sequence_is_the_tensor_itself_like_tf1(runner, tmp_path) -> None:
+    _assert_equivalent(runner, tmp_path, "sequences", _module(SEQUENCES),
+                       {name: [("float32", [5])] for name in ("one_in_a_list", "two_in_a_list")}
+                       | {"model": [("float32", [5]), ("float32", [5])]})
