@@ -15,6 +15,8 @@ from compat._version import __version__
 _EXPORTS: dict[str, str] = {
     "GradientSpec": "compat.spec",
     "SpecError": "compat.spec",
+    "RaggedArray": "compat.composite",
+    "SparseArray": "compat.composite",
     "Upstream": "compat.results",
     "VariantResult": "compat.results",
     "STATUSES": "compat.results",

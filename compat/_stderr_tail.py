@@ -21,20 +21,27 @@ MAX_BYTES = 64 * 1024
 MAX_LINES = 3
 MAX_LINE_CHARS = 500
 
+
+def _log_line(severity: str) -> str:
+    """A regex for the head of a glog/absl line of `severity` (I, W, F), in TensorFlow's two formats: absl's
+    `I0000 00:00:00.000000   123 port.cc:153] ` (2.15 on) and `2026-01-01 00:00:00.000000: I tensorflow/...:110] `."""
+    return rf"^(?:{severity}\d{{4}} [\d:.]+\s+\d+ |\d{{4}}-\d\d-\d\d [\d:.]+: {severity} )\S+:\d+\] "
+
+
 _NOTICES = (
     # absl's line before its own initialisation, printed once per process by TensorFlow's C++ logging.
     re.compile(r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"),
     # glog/absl INFO lines (oneDNN's port.cc, cpu_feature_guard.cc, ...) and TensorFlow's WARNING notices that
     # are no failure: the rendezvous shutdown after a failed op, CUDA/TensorRT probing, MLIR pass chatter.
-    re.compile(r"^I\d{4} [\d:.]+\s+\d+ \S+:\d+\] "),
-    re.compile(r"^W\d{4} [\d:.]+\s+\d+ \S+:\d+\] (.*(cuda|gpu|TensorRT)|Local rendezvous is aborting)"),
+    re.compile(_log_line("I")),
+    re.compile(_log_line("W") + r"(.*(cuda|gpu|TensorRT)|Local rendezvous is aborting)"),
     re.compile(r"mlir_graph_optimization_pass"),
     re.compile(r"^To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags\.$"),
     # tf.compat.v1 deprecation notices (legacy code triggers them by the dozen).
     re.compile(r"Instructions for updating:$|is deprecated and will be removed|non-resource variables are not "
                r"supported|disable_resource_variables"),
 )
-_FATAL = re.compile(r"^F\d{4} [\d:.]+\s+\d+ \S+:\d+\] |Check failed: |^Fatal Python error|^terminate called|"
+_FATAL = re.compile(_log_line("F") + r"|Check failed: |^Fatal Python error|^terminate called|"
                     r"Segmentation fault|^Aborted")
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from compat.composite import RaggedArray, SparseArray
 from compat.spec import GradientSpec
 
 # Away from 0 (sign, ReLU), from ±1 (clipping edges) and from .5 (rounding ties): every gradient is defined.
@@ -120,6 +121,95 @@ def variable_scale() -> GradientSpec:
                         description="x * w with w a tf.Variable; the variable's gradient scaled by 0.1")
 
 
+_KERNEL = np.array([[0.4, -1.1], [1.6, 0.25], [-0.7, 0.9]], np.float32)
+
+
+def layer_variables() -> GradientSpec:
+    """A layer creating its weights inside the function (`get_variable`), whose gradient receives `variables=` and
+    returns their gradients (TensorFlow's custom_gradient tests: a dense layer inside @custom_gradient)."""
+    tf = _tf()
+
+    def forward(x):
+        kernel = tf.compat.v1.get_variable("kernel", shape=_KERNEL.shape, dtype=x.dtype,
+                                           initializer=tf.compat.v1.constant_initializer(_KERNEL))
+        return tf.matmul(x, kernel)
+
+    def gradient(inputs, outputs, upstreams, variables):
+        (x,), (kernel,) = inputs, variables
+        upstream = _dense(upstreams[0])
+        return [tf.matmul(upstream, kernel, transpose_b=True)], [0.1 * tf.matmul(x, upstream, transpose_a=True)]
+
+    return GradientSpec("layer_variables", forward, gradient, [_X],
+                        description="x @ kernel, the kernel made by get_variable in the forward; the gradient takes "
+                                    "`variables` and scales the kernel's by 0.1")
+
+
+def op_reused() -> GradientSpec:
+    """The op used more than once: f(f(x)), then once per tf.while_loop iteration (a custom gradient per step, as
+    per-timestep gradient clipping in an RNN cell does)."""
+    tf = _tf()
+
+    def model(op, x):
+        y = op(op(x))
+        step = lambda i, h: (i + 1, tf.tanh(1.5 * op(h)))  # noqa: E731
+        _, y = tf.while_loop(lambda i, h: i < 2, step, (tf.constant(0), y), maximum_iterations=2)
+        return y
+
+    return GradientSpec("op_reused", tf.identity, lambda i, o, u: [tf.clip_by_value(_dense(u[0]), -0.5, 0.5)], [_X],
+                        op_type="Identity", model=model,
+                        description="identity forward, upstream clipped to [-0.5, 0.5]; used as f(f(x)), then in "
+                                    "each of 2 tf.while_loop iterations (tanh(1.5 f(h)))")
+
+
+def nested_autodiff() -> GradientSpec:
+    """A custom gradient inside the forward (a straight-through round), and a gradient that calls autodiff on the
+    forward (through the inner custom gradient), then cuts it outside |x| <= 1.5."""
+    tf = _tf()
+
+    @tf.custom_gradient
+    def ste_round(x):
+        return tf.round(x), lambda dy: dy
+
+    def forward(x):
+        return ste_round(x * 2.0) * 0.5
+
+    def gradient(inputs, outputs, upstreams):
+        with tf.GradientTape() as tape:
+            tape.watch(inputs[0])
+            again = forward(inputs[0])
+        grad = tape.gradient(again, inputs[0], output_gradients=_dense(upstreams[0]))
+        return [grad * tf.cast(tf.abs(inputs[0]) <= 1.5, grad.dtype)]
+
+    return GradientSpec("nested_autodiff", forward, gradient, [_X],
+                        description="round to halves through an inner custom-gradient STE; the gradient is autodiff "
+                                    "of the forward (a GradientTape inside grad), zero outside |x| <= 1.5")
+
+
+def ragged_sparse() -> GradientSpec:
+    """A RaggedTensor and a SparseTensor input: row sums of each, with a gradient that averages each ragged row's
+    upstream over its length and halves the sparse values' gradient."""
+    tf = _tf()
+    ragged = RaggedArray(np.array([0.3, -1.7, 2.2, -0.45, 0.8, 1.3, -0.2], np.float32), [0, 2, 3, 6, 7])
+    sparse = SparseArray([[0, 0], [1, 2], [2, 1], [3, 0], [3, 2]], np.array([1.1, -0.6, 2.4, 0.7, -1.2], np.float32),
+                         [4, 3])
+
+    def forward(rows, features):
+        sparse_rows = tf.math.unsorted_segment_sum(features.values, features.indices[:, 0], features.dense_shape[0])
+        return tf.reduce_sum(rows, axis=1) + sparse_rows
+
+    def gradient(inputs, outputs, upstreams):
+        rows, features = inputs
+        upstream = _dense(upstreams[0])
+        per_value = upstream / tf.maximum(tf.cast(rows.row_lengths(), upstream.dtype), 1.0)
+        return [rows.with_flat_values(tf.gather(per_value, rows.value_rowids())),
+                tf.SparseTensor(features.indices, 0.5 * tf.gather(upstream, features.indices[:, 0]),
+                                features.dense_shape)]
+
+    return GradientSpec("ragged_sparse", forward, gradient, [ragged, sparse],
+                        description="ragged row sums + sparse row sums; gradient: each ragged row's upstream averaged "
+                                    "over its length, the sparse values' halved")
+
+
 CATALOGUE: dict[str, Callable[[], GradientSpec]] = {
     "sign_ste": sign_ste,
     "scaled_ste": scaled_ste,
@@ -132,11 +222,29 @@ CATALOGUE: dict[str, Callable[[], GradientSpec]] = {
     "multi_output_int": multi_output_int,
     "variable_scale": variable_scale,
 }
-"""Catalogue name -> a function building the spec (TensorFlow is imported only when it is called)."""
+"""Catalogue name -> a function building the spec (TensorFlow is imported only when it is called): what the
+default `compat-check` runs."""
+
+FORMS: dict[str, Callable[[], GradientSpec]] = {
+    "layer_variables": layer_variables,
+    "op_reused": op_reused,
+    "nested_autodiff": nested_autodiff,
+    "ragged_sparse": ragged_sparse,
+}
+"""Opt-in catalogue specs, one per spec form real custom gradients need (variables the forward creates, the op
+used more than once, nested custom gradients and autodiff inside the gradient, ragged and sparse inputs): each
+costs the default run's time of several specs (loops, SavedModels, XLA), so they run only when named
+(`--specs=layer_variables,...`, or `--specs=forms` for all four)."""
+
+FORMS_GROUP = "forms"
+"""The `--specs` name of every spec in FORMS."""
+
+ALL_SPECS: dict[str, Callable[[], GradientSpec]] = {**CATALOGUE, **FORMS}
+"""Every catalogue spec a `--specs` name can pick: the default ones and the opt-in forms."""
 
 
 def catalogue_spec(name: str) -> GradientSpec:
     try:
-        return CATALOGUE[name]()
+        return ALL_SPECS[name]()
     except KeyError:
-        raise KeyError(f"unknown catalogue spec {name!r}; choose from {sorted(CATALOGUE)}") from None
+        raise KeyError(f"unknown catalogue spec {name!r}; choose from {sorted(ALL_SPECS)}") from None

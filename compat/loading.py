@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from compat.catalogue import CATALOGUE
+from compat.catalogue import ALL_SPECS, FORMS, FORMS_GROUP
 from compat.probe import describe_exception, user_exception
 from compat.spec import GradientSpec
 
@@ -43,8 +43,10 @@ def load_spec(reference: str) -> list[GradientSpec]:
 
 
 def _load(reference: str) -> list[GradientSpec]:
-    if reference in CATALOGUE:
-        return [CATALOGUE[reference]()]
+    if reference in ALL_SPECS:
+        return [ALL_SPECS[reference]()]
+    if reference == FORMS_GROUP:
+        return [factory() for factory in FORMS.values()]
     location, _, name = reference.rpartition(":") if ":" in reference else (reference, "", "")
     if location.endswith(".py") or "/" in location:
         module = _import_file(reference, Path(location))
@@ -53,7 +55,7 @@ def _load(reference: str) -> list[GradientSpec]:
     else:
         raise SpecLoadError(
             f"--specs {reference!r}: not a catalogue spec, a file `path/to/file.py:NAME` or a module "
-            f"`package.module:NAME`; catalogue specs: {', '.join(CATALOGUE)}"
+            f"`package.module:NAME`; catalogue specs: {', '.join(ALL_SPECS)} (`{FORMS_GROUP}`: the last four)"
         )
     if not name:
         found = [value for value in vars(module).values() if isinstance(value, GradientSpec)]

@@ -3,24 +3,53 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
+import re
 import threading
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import tensorflow as tf
 
+try:  # where tf.custom_gradient finds the variables a function reads (TF 2.13+; tape.py before)
+    from tensorflow.python.eager.record import VariableWatcher
+except ImportError:  # pragma: no cover - TensorFlow 2.12
+    from tensorflow.python.eager.tape import VariableWatcher
+
 from compat._exit_guard import ExitCalled
+from compat.composite import component
 from compat.results import Upstream, intern_array
 from compat.spec import GradientSpec
 
 
 class UserCodeError(Exception):
-    """The user's forward or gradient function failed or broke its contract; the message names both."""
+    """The user's forward or gradient function failed or broke its contract; the message names both.
 
-    def __init__(self, where: str, problem: str):
+    `refused`: TensorFlow itself raised, refusing in this mode what the user's code asked for (`tf.gradients`
+    when eager execution is enabled): the combination is unsupported, not the user's code broken.
+    """
+
+    def __init__(self, where: str, problem: str, refused: bool = False):
         super().__init__(f"{where}: {problem}")
         self.problem = problem
+        self.refused = refused
+
+
+_TF_PACKAGE = os.path.dirname(tf.__file__)
+_REFUSAL_TYPES = (RuntimeError, NotImplementedError, LookupError)
+
+
+def refused_by_tensorflow(exc: BaseException) -> bool:
+    """Whether `exc`, raised in user code, is TensorFlow refusing an API in this mode (`tf.gradients is not
+    supported when eager execution is enabled`, `No gradient defined for operation`): raised by TensorFlow's own
+    code (its innermost frame), as one of the kinds TensorFlow refuses with."""
+    if not isinstance(exc, _REFUSAL_TYPES) or isinstance(exc, KeyError):
+        return False
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and os.path.abspath(frames[-1].filename).startswith(_TF_PACKAGE + os.sep)
 
 
 PROBE_COLLECTION = "gradcompat_probe_records"
@@ -63,6 +92,7 @@ class ReturnedUpstreams:
 
 
 _returning = threading.local()
+_BUILDS = itertools.count(1)
 _Sink = TypeVar("_Sink", bound="UpstreamSink")
 
 
@@ -90,6 +120,63 @@ def capturing_upstreams(sink: _Sink) -> Iterator[_Sink]:
 def returning_upstreams(graph: Any) -> contextlib.AbstractContextManager[ReturnedUpstreams]:
     """While tracing into `graph`, capture every probe's upstreams as tensors to return (see ReturnedUpstreams)."""
     return capturing_upstreams(ReturnedUpstreams(graph))
+
+
+class LazyTensors(Sequence[Any]):
+    """Tensors a gradient function receives, made by `read()` only when it first uses them: the adapter does no
+    work on the user's behalf that their own code would not do (a Defun `grad_func` is not handed the forward's
+    outputs; computing them again runs the forward's ops, random or stateful ones included, a second time)."""
+
+    def __init__(self, read: Callable[[], Sequence[Any]], description: str = "tensors"):
+        self._reader = read
+        self._description = description
+        self._tensors: tuple[Any, ...] | None = None
+
+    def _read(self) -> tuple[Any, ...]:
+        if self._tensors is None:
+            self._tensors = tuple(self._reader())
+        return self._tensors
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._read()[index]
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._read())
+
+    def __add__(self, other: Any) -> tuple[Any, ...]:
+        return self._read() + tuple(other)
+
+    def __radd__(self, other: Any) -> tuple[Any, ...]:
+        return tuple(other) + self._read()
+
+    def __repr__(self) -> str:
+        return self._description if self._tensors is None else repr(self._tensors)
+
+
+class OpTensors(LazyTensors):
+    """`op.inputs` or `op.outputs` (a slice of them), read from `op` only when the gradient function uses them.
+
+    A legacy gradient function `(op, *grads)` that never reads `op` works where TensorFlow hands it no op:
+    `tf.saved_model.save` traces every registered gradient with `op=None`. The adapter must not read `op` on
+    the user's behalf, so each spec gets what its own legacy code would: reading it then raises Python's own
+    AttributeError (`'NoneType' object has no attribute 'inputs'`), and TensorFlow refuses to save.
+    """
+
+    def __init__(self, op: Any, attribute: str, start: int = 0, stop: int | None = None):
+        super().__init__(lambda: tuple(getattr(op, attribute))[start:stop], f"op.{attribute}")
+        self.op = op
+
+    @property
+    def missing_op(self) -> bool:
+        """True when TensorFlow handed the gradient function no op (`op=None`)."""
+        return self.op is None
+
+
+def _missing_op(*sequences: Sequence[Any]) -> bool:
+    return any(isinstance(sequence, OpTensors) and sequence.missing_op for sequence in sequences)
 
 
 def user_exception(exc: BaseException) -> bool:
@@ -170,6 +257,12 @@ class _Site:
         return tuple(records)
 
 
+_not_autograph = tf.autograph.experimental.do_not_convert
+"""For the probe's own bookkeeping in a gradient function: `tf.saved_model.save` traces registered gradients with
+AutoGraph, which would convert it on every save (seconds per spec); the user's gradient, called from
+`call_gradient`, is still converted, as TensorFlow converts it in legacy code."""
+
+
 class Probe:
     """Calls a spec's gradient function for one variant and records every call, at run time.
 
@@ -197,6 +290,54 @@ class Probe:
         self._recorders: list[Callable[..., np.int64]] = []
         self.unobservable: str | None = None
         """Why the upstream could not be captured in this context (the calls are then unknown), or None."""
+        self.forward_ops: set[str] = set()
+        """Names of the graph ops the forward created (graph modes), so a run-time failure of one is the forward's."""
+        self._created: list[tf.Variable] = []
+        self._next_variable = 0
+        self._scope = ""
+
+    def start_build(self) -> None:
+        """A new graph or trace of the op begins. The variables the forward created stay its variables where they
+        can be used (eager ones, as tf.function lifts them, in any trace: a retrace must not create them again);
+        in another v1 graph the forward creates them afresh, in a variable scope of its own (cases of several
+        variants share a graph, so `get_variable` names must not meet)."""
+        if self._scope and all(_usable_here(variable) for variable in self._created):
+            return
+        self._created = []
+        self._scope = f"{re.sub(r'[^A-Za-z0-9_.]+', '_', self.spec.name).strip('_.') or 'spec'}_{next(_BUILDS)}"
+
+    @property
+    def created_variables(self) -> list[tf.Variable]:
+        """The tf.Variables the forward created or read (spec.takes_variables), in the order it first did."""
+        return list(self._created)
+
+    def _create_variable(self, next_creator: Callable[..., Any], **kwargs: Any) -> Any:
+        """Variable creator: the forward's variables are created once; later calls of the op (a second use, a
+        retrace) get them again in creation order, as a layer reuses its weights."""
+        index, self._next_variable = self._next_variable, self._next_variable + 1
+        if index < len(self._created):
+            return self._created[index]
+        variable = next_creator(**kwargs)
+        self._created.append(variable)
+        return variable
+
+    @contextlib.contextmanager
+    def _variables_scope(self) -> Iterator[None]:
+        """Around the forward of a spec whose gradient takes `variables`: create its variables once per build, and
+        note every variable it reads (a Defun body's `get_variable` creates in the outer graph, past the creator)."""
+        if not self.spec.takes_variables:
+            yield
+            return
+        self._next_variable = 0
+        if not self._scope:
+            self.start_build()
+        with VariableWatcher() as watcher:
+            with tf.compat.v1.variable_scope(self._scope, reuse=tf.compat.v1.AUTO_REUSE, auxiliary_name_scope=False):
+                with tf.variable_creator_scope(self._create_variable):
+                    yield
+        for variable in watcher.watched_variables():
+            if all(variable is not known for known in self._created):
+                self._created.append(variable)
 
     @property
     def where(self) -> str:
@@ -210,7 +351,7 @@ class Probe:
 
     def fail(self, problem: str, cause: BaseException | None = None) -> UserCodeError:
         """Record a user-code problem (first one wins) and return the exception to raise."""
-        error = UserCodeError(self.where, problem)
+        error = UserCodeError(self.where, problem, refused=cause is not None and refused_by_tensorflow(cause))
         if cause is not None:
             error.__cause__ = cause
         if self.error is None:
@@ -219,12 +360,17 @@ class Probe:
 
     def forward(self, *inputs: Any) -> tuple[Any, ...]:
         """Run the spec's forward, normalised to a tuple of tensors, naming the spec if it fails."""
+        graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
+        before = len(graph.get_operations()) if graph is not None else 0
         try:
-            outputs = self.spec.forward(*inputs)
+            with self._variables_scope():
+                outputs = self.spec.forward(*inputs)
         except BaseException as exc:
             if not user_exception(exc):
                 raise
             raise self.fail(f"forward raised {describe_exception(exc)}", exc) from exc
+        if graph is not None:
+            self.forward_ops.update(op.name for op in graph.get_operations()[before:])
         if isinstance(outputs, (list, tuple)):
             if not outputs:
                 raise self.fail("forward returned no outputs; return a tensor or a tuple of tensors")
@@ -250,22 +396,46 @@ class Probe:
         `none_as_zeros`: return zeros for a None gradient, as a mechanism that cannot return None (a Defun
         `grad_func`) makes its users write; the zeros run after the record, so the call is still counted.
         """
+        recorded, inputs, outputs = self._enter(inputs, outputs, upstreams)
+        grads = self._check(inputs, self._call(inputs, outputs, upstreams))
+        with tf.control_dependencies([recorded]):
+            if none_as_zeros:  # of the tensors a ragged or sparse input's gradient goes to: its values
+                return [tf.zeros_like(component(inputs[index])) if g is None and index < len(inputs) else
+                        None if g is None else tf.convert_to_tensor(component(g)) for index, g in enumerate(grads)]
+            return [_after(grad) for grad in grads]
+
+    def call_gradient_with_variables(self, inputs: Sequence[Any], outputs: Sequence[Any], upstreams: Sequence[Any],
+                                     variables: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        """`call_gradient` for a gradient taking `variables`: it returns `(input_grads, variable_grads)`."""
+        recorded, inputs, outputs = self._enter(inputs, outputs, upstreams)
+        returned = self._call(inputs, outputs, upstreams, variables=list(variables))
+        if not isinstance(returned, (list, tuple)) or len(returned) != 2:
+            raise self.fail(f"gradient takes `variables`, so it returns (input_grads, variable_grads) as "
+                            f"tf.custom_gradient's grad(..., variables=) does; it returned {type(returned).__name__}")
+        input_grads = self._check(inputs, returned[0])
+        variable_grads = self._check(variables, returned[1], what="variable")
+        with tf.control_dependencies([recorded]):
+            return [_after(g) for g in input_grads], [_after(g) for g in variable_grads]
+
+    @_not_autograph
+    def _enter(self, inputs: Sequence[Any], outputs: Sequence[Any],
+               upstreams: Sequence[Any]) -> tuple[tf.Tensor, Sequence[Any], Sequence[Any]]:
+        """Count the trace and record the upstreams (at run time): what every call of the gradient starts with."""
         self.traces += 1
         site, tensors = _Site.flatten(upstreams)
-        recorded = self._record(site, tensors)
+        return self._record(site, tensors), _as_sequence(inputs), _as_sequence(outputs)
+
+    def _call(self, inputs: Sequence[Any], outputs: Sequence[Any], upstreams: Sequence[Any], **kwargs: Any) -> Any:
         try:
-            grads = self.spec.gradient(tuple(inputs), tuple(outputs), tuple(upstreams))
+            return self.spec.gradient(inputs, outputs, tuple(upstreams), **kwargs)
         except BaseException as exc:
             if not user_exception(exc):
                 raise
+            if _missing_op(inputs, outputs) and isinstance(exc, AttributeError):
+                raise  # TensorFlow gave no op and the gradient read it: TensorFlow's own failure, as in legacy code
             raise self.fail(f"gradient raised {describe_exception(exc)}", exc) from exc
-        grads = self._check(inputs, grads)
-        with tf.control_dependencies([recorded]):
-            if none_as_zeros:
-                return [tf.zeros_like(x) if g is None else tf.convert_to_tensor(g)
-                        for x, g in zip(inputs, grads, strict=True)]
-            return [_after(grad) for grad in grads]
 
+    @_not_autograph
     def _record(self, site: _Site, tensors: list[tf.Tensor]) -> tf.Tensor:
         sink: UpstreamSink | None = getattr(_returning, "stash", None)
         if sink is not None:
@@ -293,43 +463,69 @@ class Probe:
             tf.compat.v1.add_to_collection(PROBE_COLLECTION, recorded)
         return recorded
 
-    def _check(self, inputs: Sequence[Any], grads: Any) -> list[Any]:
-        """The gradients as a list, one per input; a wrong count or a non-tensor fails, a wrong dtype or
-        shape is noted in `violations` and handed to TensorFlow unchanged."""
+    @_not_autograph
+    def _check(self, inputs: Sequence[Any], grads: Any, what: str = "input") -> list[Any]:
+        """The gradients as a list; a non-tensor fails; a wrong count, dtype or shape is noted in `violations`
+        and handed to TensorFlow unchanged, so each variant shows what TensorFlow does with it. `what` names the
+        things `inputs` are (`input`, or `variable` for a gradient's variable_grads)."""
         if grads is None or isinstance(grads, (tf.Tensor, tf.IndexedSlices, np.ndarray)):
             grads = [grads]
         try:
             grads = list(grads)
         except TypeError:
             raise self.fail(f"gradient returned {type(grads).__name__}; return a list with one gradient "
-                            f"(or None) per input") from None
-        if len(grads) != len(inputs):
-            raise self.fail(f"gradient returned {len(grads)} value{'s' * (len(grads) != 1)} for "
-                            f"{len(inputs)} input{'s' * (len(inputs) != 1)}; return one gradient (or None) "
-                            f"per input, in input order")
+                            f"(or None) per {what}") from None
+        # Without an op (a SavedModel traces gradients with op=None) the spec's own inputs say what is expected.
+        expected: Sequence[Any] = self.spec.sources if _missing_op(inputs) else inputs
+        prefix = "gradient" if what == "input" else f"{what} gradient"
+        if len(grads) != len(expected):
+            self._violate(f"{prefix} returned {len(grads)} value{'s' * (len(grads) != 1)} for "
+                          f"{len(expected)} {what}{'s' * (len(expected) != 1)}; return one gradient (or None) "
+                          f"per {what}, in {what} order")
         checked: list[Any] = []
-        for index, (grad, value) in enumerate(zip(grads, inputs, strict=True)):
+        for index, grad in enumerate(grads):
+            value = expected[index] if index < len(expected) else None
             if grad is None:
                 checked.append(None)
                 continue
-            if not isinstance(grad, tf.IndexedSlices):
+            if not isinstance(grad, (tf.IndexedSlices, tf.RaggedTensor, tf.SparseTensor)):
                 try:
                     grad = tf.convert_to_tensor(grad)
                 except (TypeError, ValueError) as exc:
-                    raise self.fail(f"gradient[{index}] is a {type(grad).__name__}, not a tensor", exc) from exc
-            expected = tf.as_dtype(value.dtype)
-            if grad.dtype.base_dtype != expected.base_dtype:
-                self._violate(f"gradient[{index}] has dtype {grad.dtype.name} but input {index} has dtype "
-                              f"{expected.name}; cast it with tf.cast(grad, x.dtype)")
-            if not isinstance(grad, tf.IndexedSlices) and not grad.shape.is_compatible_with(value.shape):
-                self._violate(f"gradient[{index}] has shape {grad.shape} but input {index} has shape "
-                              f"{value.shape}; a gradient must have its input's shape")
+                    raise self.fail(f"{prefix}[{index}] is a {type(grad).__name__}, not a tensor", exc) from exc
+            if value is None:
+                checked.append(grad)
+                continue
+            dtype = tf.as_dtype(value.dtype)
+            if grad.dtype.base_dtype != dtype.base_dtype:
+                self._violate(f"{prefix}[{index}] has dtype {grad.dtype.name} but {what} {index} has dtype "
+                              f"{dtype.name}; cast it with tf.cast(grad, x.dtype)")
+            shape, value_shape = component(grad).shape, component(value).shape  # a composite's: its values'
+            if not isinstance(grad, tf.IndexedSlices) and not shape.is_compatible_with(value_shape):
+                self._violate(f"{prefix}[{index}] has shape {shape} but {what} {index} has shape "
+                              f"{value_shape}; a gradient must have its {what}'s shape")
             checked.append(grad)
         return checked
 
     def _violate(self, problem: str) -> None:
         if problem not in self.violations:
             self.violations.append(problem)
+
+
+def _usable_here(variable: Any) -> bool:
+    """Whether `variable` can be read where the op is being built now: an eager (or lifted) variable in eager code
+    and in tf.function traces; a graph variable in its own graph."""
+    if not getattr(variable, "_in_graph_mode", False):
+        return tf.executing_eagerly() or tf.inside_function()
+    graph = tf.compat.v1.get_default_graph()
+    while getattr(graph, "outer_graph", None) is not None:
+        graph = graph.outer_graph
+    return variable.graph is graph
+
+
+def _as_sequence(values: Sequence[Any]) -> Sequence[Any]:
+    """What the gradient function receives: a tuple, or LazyTensors as they are (read only if used)."""
+    return values if isinstance(values, LazyTensors) else tuple(values)
 
 
 def _replica_id() -> tf.Tensor | None:

@@ -15,6 +15,7 @@ from tensorflow.python.framework import ops
 from compat.contexts import ALL_CONTEXTS, Case, Outcome
 from compat.contexts.mirrored import NotShardable
 from compat.downstream import Downstream, as_downstream
+from compat.mechanisms.base import applied
 from compat.probe import Probe, UserCodeError, describe_exception
 from compat.results import Upstream, VariantResult, intern_array
 from compat.spec import GradientSpec
@@ -25,6 +26,22 @@ _MESSAGE_LIMIT = 400
 _REFUSALS = (tf.errors.NotFoundError, tf.errors.UnimplementedError)
 """Run-time errors by which TensorFlow refuses a combination (e.g. a Defun's function or gradient not found
 inside a tf.function) rather than user code failing: reported as `unsupported`, like build-time refusals."""
+
+
+_NO_KERNEL = re.compile(r"OpKernel|Could not find device for node")
+"""A NotFoundError that is an op without a kernel on this device (`bfloat16` Lgamma on CPU): the spec's op
+cannot run here, which eager contexts report as the forward failing; not a combination TensorFlow refuses."""
+
+
+_DEFUN_ARGUMENTS = re.compile(r"SymbolicGradient.*Expects (arg\[\d+\] to be|\d+ arguments)", re.DOTALL)
+"""A Defun's declared grad_func refused at run time the arguments its SymbolicGradient gets (a forward that captures
+variables passes their handles too): TensorFlow cannot run that combination."""
+
+
+def _refused(error: BaseException) -> bool:
+    if isinstance(error, tf.errors.InvalidArgumentError) and _DEFUN_ARGUMENTS.search(str(error)):
+        return True
+    return isinstance(error, _REFUSALS) and not _NO_KERNEL.search(str(error))
 
 
 _REJECTIONS = (ValueError, TypeError, tf.errors.InvalidArgumentError, tf.errors.InternalError)
@@ -59,7 +76,8 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
     results: dict[tuple[str, int], VariantResult] = {}
     for context_name, planned in by_context.items():
         cases = [Case(build=_builder(probe), inputs=tuple(spec.example_inputs), downstream=downstreams[index],
-                      before_run=probe.reset_calls, variables=tuple(spec.variables), probe=probe)
+                      before_run=probe.reset_calls, variables=tuple(spec.variables), probe=probe,
+                      extra_sources=_created_by(probe) if spec.takes_variables else None)
                  for index, probe in planned]
         outcomes = []
         reason = ALL_CONTEXTS[context_name].unavailable()
@@ -135,7 +153,17 @@ class ContextUnavailable(Exception):
 
 def _builder(probe: Probe) -> Callable[[], Any]:
     mechanism, _ = parse_variant(probe.variant)
-    return lambda: mechanism.build(probe)
+
+    def build() -> Any:
+        probe.start_build()
+        return applied(mechanism.build(probe), probe.spec)
+
+    return build
+
+
+def _created_by(probe: Probe) -> Callable[[Any], list[Any]]:
+    """The case's extra sources: the variables the forward created in the current build."""
+    return lambda tape: probe.created_variables
 
 
 def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> VariantResult:
@@ -155,34 +183,44 @@ def _classify(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
     """
     mechanism, context = probe.variant.split("@")
     scale = outcome.upstream_scale
-    calls = tuple(probe.calls) if scale is None else tuple(tuple(_unscaled(u, scale) for u in call) for call in probe.calls)
+    calls = tuple(probe.calls) if scale is None else tuple(
+        tuple(_unscaled(u, scale) for u in call) for call in probe.calls)
     common: dict[str, Any] = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
                   upstreams=calls, calls=len(probe.calls), traces=probe.traces, upstream_scale=scale,
                   compute_dtype=outcome.compute_dtype,
                   downstream=downstream.name, violations=tuple(probe.violations), replicas=outcome.replicas,
                   scaled_input_grads=outcome.scaled_input_grads, global_batch=outcome.global_batch)
+    if probe.error is not None and probe.error.refused:
+        message = f"{probe.where}: TensorFlow cannot run this combination: {probe.error.problem}"
+        return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
     if probe.error is not None:
         return VariantResult(status="error", message=str(probe.error), **common)
     if isinstance(outcome.error, ContextFailed):
         return VariantResult(status="error", message=f"{probe.where}: {outcome.error}", **common)
     if outcome.error is not None:
         reason = _tensorflow_message(outcome.error)
-        broken = f"; the gradient function broke its contract: {'; '.join(probe.violations)}" if probe.violations else ""
+        broken = (f"; the gradient function broke its contract: {'; '.join(probe.violations)}"
+                  if probe.violations else "")
         if broken and isinstance(outcome.error, _REJECTIONS):
             message = f"{probe.where}: TensorFlow rejected the gradient ({reason}){broken}"
             return VariantResult(status="error", message=message, **common)
         if isinstance(outcome.error, NotShardable):
             message = f"{probe.where}: not run: {outcome.error}"
             return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
-        if outcome.phase == "build" or isinstance(outcome.error, _REFUSALS):
+        if outcome.phase == "build" or _refused(outcome.error):
             message = f"{probe.where}: TensorFlow cannot run this combination: {reason}{broken}"
             return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
-        return VariantResult(status="error", message=f"{probe.where}: failed at run time: {reason}{broken}", **common)
-    if probe.unobservable is not None:
+        failed = "failed at run time"
+        node = _FAILING_NODE.search(reason)
+        if node is not None and node.group(1).rsplit("/", 1)[-1] in probe.forward_ops:  # prefixed in a nested call
+            failed = f"the forward's op `{node.group(1)}` failed at run time"
+        return VariantResult(status="error", message=f"{probe.where}: {failed}: {reason}{broken}", **common)
+    if probe.unobservable is not None:  # calls seen elsewhere (before a loop) are not all of them: none are kept
         message = (f"{probe.where}: upstream not observable: {probe.unobservable}; calls and upstreams are "
                    f"unknown here, input_grads are what TensorFlow computed")
         return VariantResult(status="not_observable", message=message, input_grads=outcome.input_grads or (),
-                             input_grad_kinds=outcome.input_grad_kinds or (), **{**common, "violations": ()})
+                             input_grad_kinds=outcome.input_grad_kinds or (),
+                             **{**common, "violations": (), "calls": 0, "upstreams": ()})
     if not probe.calls:
         common["violations"] = ()  # built, never run: nothing TensorFlow did depended on it
     grads = outcome.input_grads or ()
@@ -216,6 +254,10 @@ def _shape_problems(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> t
 
 
 _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
+_FAILING_NODE = re.compile(r"\{\{node ([^}\s]+)\}\}")
+_NODE_DEF_LINE = re.compile(r'^([a-z_]+ \{|\}|[a-z_]+: ("[^"]*"|[\w.-]+))$')
+"""A line of a NodeDef that TensorFlow prints inside a message (`op: "Sign"`, `attr {`, `}`): left out, so the
+sentence after it (`... do not match num inputs 1`) is kept."""
 
 
 def _tensorflow_message(error: BaseException) -> str:
@@ -226,7 +268,9 @@ def _tensorflow_message(error: BaseException) -> str:
         raised = [index for index, line in enumerate(lines) if _RAISED.match(line)]
         lines = lines[raised[-1]:] if raised else lines
         lines[0] = lines[0].removeprefix(f"{type(error).__name__}: ")
-    kept = [line for line in lines if line and not line.startswith(("File \"", "Detected at node", "[[{{node"))]
+    kept = [line for index, line in enumerate(lines)
+            if line and not line.startswith(("File \"", "Detected at node", "[[{{node"))
+            and not (index and _NODE_DEF_LINE.match(line))]
     first = " ".join(kept[:3])
     if len(first) > _MESSAGE_LIMIT:
         first = first[: _MESSAGE_LIMIT - 3] + "..."

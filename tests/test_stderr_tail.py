@@ -54,6 +54,20 @@ def test_a_fatal_line_is_kept_when_a_stack_trace_follows_it():
         "@ 0x26 frame 38", "@ 0x27 frame 39"]
 
 
+def test_the_log_format_of_releases_before_2_15_is_recognised_too():
+    text = ("2026-12-04 06:41:56.316970: I tensorflow/core/util/port.cc:110] oneDNN custom operations are on.\n"
+            "2026-12-04 06:41:56.342101: I tensorflow/core/platform/cpu_feature_guard.cc:182] This TensorFlow "
+            "binary is optimized\n"
+            "2026-12-04 06:41:57.000001: W tensorflow/core/framework/op_kernel.cc:1830] an op warning\n"
+            "2026-12-04 06:41:57.000002: F tensorflow/core/framework/tensor.cc:412] dims() == 2\n"
+            + "".join(f"    @ 0x{i:x} frame {i}\n" for i in range(5)))
+    assert tail_lines(text, max_lines=3) == [
+        "2026-12-04 06:41:57.000002: F tensorflow/core/framework/tensor.cc:412] dims() == 2",
+        "@ 0x3 frame 3", "@ 0x4 frame 4"]
+    assert tail_lines(text, max_lines=10)[0] == (
+        "2026-12-04 06:41:57.000001: W tensorflow/core/framework/op_kernel.cc:1830] an op warning")
+
+
 def test_only_what_was_written_after_the_offset_is_quoted_and_bad_bytes_are_replaced(tmp_path):
     path = tmp_path / "reused.stderr"
     path.write_bytes(b"an earlier batch failed\n")

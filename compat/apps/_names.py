@@ -18,7 +18,7 @@ def check_names(specs: Sequence[str] | None, scenarios: Sequence[str] | None, va
 
     Spec files and modules (`file.py:NAME`, `package.module:NAME`) are left to the loader.
     """
-    from compat.catalogue import CATALOGUE
+    from compat.catalogue import ALL_SPECS, FORMS_GROUP
     from compat.contexts import ALL_CONTEXTS as CONTEXTS
     from compat.mechanisms import MECHANISMS
     from compat.scenarios import SCENARIOS
@@ -26,11 +26,12 @@ def check_names(specs: Sequence[str] | None, scenarios: Sequence[str] | None, va
 
     for spec in specs or ():
         name = spec.strip()
-        if name not in CATALOGUE and ":" not in name and "/" not in name and not name.endswith(".py"):
-            hint = did_you_mean(name, CATALOGUE)
+        known = [*ALL_SPECS, FORMS_GROUP]
+        if name not in known and ":" not in name and "/" not in name and not name.endswith(".py"):
+            hint = did_you_mean(name, known)
             if hint:
                 raise ValueError(f"--specs {name!r}: not a catalogue spec{hint}; catalogue specs: "
-                                 f"{', '.join(CATALOGUE)}")
+                                 f"{', '.join(known)}")
     for scenario in scenarios or ():
         if scenario not in SCENARIOS and scenario != "custom":
             raise ValueError(f"unknown scenario {scenario!r}{did_you_mean(scenario, SCENARIOS)}; choose from "

@@ -79,12 +79,14 @@ def _usage_error(message: str) -> app.UsageError:
 
 
 def _listing() -> str:
-    from compat.catalogue import CATALOGUE
+    from compat.catalogue import CATALOGUE, FORMS, FORMS_GROUP
     from compat.dtypes import DTYPES
     from compat.scenarios import SCENARIOS
     from compat.variants import DISTRIBUTED_VARIANTS, NATIVE_VARIANTS, VARIANTS
 
     lines = ["specs (catalogue):"] + [f"  {name}: {factory().description}" for name, factory in CATALOGUE.items()]
+    lines += [f"opt-in specs (run when named, `--specs={FORMS_GROUP}` for all):"]
+    lines += [f"  {name}: {factory().description}" for name, factory in FORMS.items()]
     lines += ["scenarios:"] + [f"  {name}: {scenario.description}" for name, scenario in SCENARIOS.items()]
     lines += ["  custom: your own loss, given with --loss"]
     lines += ["variants (* = native):"] + [f"  {'*' if v in NATIVE_VARIANTS else ' '} {v}" for v in VARIANTS]

@@ -32,6 +32,7 @@ class GraphSessionContext(Context):
         """`graph`: build in this graph instead of a fresh one (code whose import built ops in the default graph
         runs in it, as its program would)."""
         outcomes: list[Outcome | None] = [None] * len(cases)
+        fresh = graph is None
         graph = tf.Graph() if graph is None else graph
         built: dict[int, tuple[Gradients, dict[Any, Any]]] = {}
         with graph.as_default():
@@ -41,14 +42,29 @@ class GraphSessionContext(Context):
                 except Exception as exc:  # noqa: BLE001 - a case that cannot be built is a result.
                     outcomes[index] = Outcome(error=exc, phase="build")
         with tf.compat.v1.Session(graph=graph) as session:
-            with graph.as_default():
-                session.run(tf.compat.v1.global_variables_initializer())
-            outcomes_run = _run_together(session, cases, built)
-            if outcomes_run is None:  # the batch failed: run each case alone to find which ones fail
-                outcomes_run = {index: _run_alone(session, cases[index], *built[index]) for index in built}
+            try:
+                with graph.as_default():
+                    session.run(tf.compat.v1.global_variables_initializer())
+            except Exception as exc:  # noqa: BLE001 - the graph cannot run at all (an op with no kernel here)
+                outcomes_run = self._unrunnable_graph(cases, built, exc, fresh)
+            else:
+                together = _run_together(session, cases, built)
+                # None: the batch failed; run each case alone to find which ones fail
+                outcomes_run = together if together is not None else {
+                    index: _run_alone(session, cases[index], *built[index]) for index in built}
         for index, outcome in outcomes_run.items():
             outcomes[index] = outcome
         return outcomes  # type: ignore[return-value]
+
+    def _unrunnable_graph(self, cases: Sequence[Case], built: dict[int, Any], error: Exception,
+                          fresh: bool) -> dict[int, Outcome]:
+        """Outcomes when a Session cannot run anything in the graph: TensorFlow places the whole graph on its
+        first run, so one op without a kernel on this device (the forward's, or a gradient's) fails every
+        fetch, the variable initializer included. That is the case's failure at run time, not the context's:
+        alone, the case gets TensorFlow's error; several are run again each in a graph of its own."""
+        if len(built) == 1 or not fresh:
+            return {index: Outcome(error=error, phase="run") for index in built}
+        return {index: self.run([cases[index]])[0] for index in built}
 
     def _build(self, case: Case) -> tuple[Gradients, dict[Any, Any]]:
         placeholders = [tf.compat.v1.placeholder(value.dtype, input_shape(value, case.downstream))

@@ -61,11 +61,11 @@ class MixedPrecision(Context):
 
             scaled = dataclasses.replace(case.downstream, loss=lambda *o: case.downstream.loss(*o) * scale)
             sources = [*(tf.constant(value) for value in case.inputs), *(tf.Variable(v) for v in case.variables)]
-            grads = tape_gradients(dataclasses.replace(case, build=build, downstream=scaled), sources).grads
+            computed = tape_gradients(dataclasses.replace(case, build=build, downstream=scaled), sources)
         except Exception as exc:  # noqa: BLE001 - eager builds and runs at once; the error's type tells which.
             return Outcome(error=exc, phase="run" if isinstance(exc, tf.errors.OpError) else "build")
-        unscaled = [None if g is None else _unscale(g, scale) for g in grads]
-        return dataclasses.replace(grads_outcome(unscaled, case.sources), upstream_scale=scale,
+        unscaled = [None if g is None else _unscale(g, scale) for g in computed.grads]
+        return dataclasses.replace(grads_outcome(unscaled, case.sources, computed.variables), upstream_scale=scale,
                                    compute_dtype="float16")
 
 

@@ -21,11 +21,10 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
 from compat.contexts import saved_model_loader as loader
@@ -35,6 +34,9 @@ from compat.contexts.saved_model_process import LoaderFailed, LoaderProcess
 from compat.probe import capturing_upstreams
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+_LOG_NAME = "gradcompat_upstream_log"
 
 
 class LoadedError(Exception):
@@ -57,7 +59,8 @@ class SavedModelContext(Context):
         if not sys.executable or not os.access(sys.executable, os.X_OK):
             return f"context `{self.name}` runs the loader in a child Python process; sys.executable is unusable"
         if not os.access(tempfile.gettempdir(), os.W_OK):
-            return f"context `{self.name}` saves models under {tempfile.gettempdir()}, which is not writable; set TMPDIR"
+            return (f"context `{self.name}` saves models under {tempfile.gettempdir()}, which is not writable; "
+                    f"set TMPDIR")
         return None
 
     def loader_command(self) -> list[str]:
@@ -65,27 +68,42 @@ class SavedModelContext(Context):
         return [sys.executable, "-m", loader.__name__, "--serve"]
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
-        outcomes: dict[int, Outcome] = {}
         directory = Path(tempfile.mkdtemp(prefix="gradcompat-saved-model-"))
         try:
-            log = tf.Variable(tf.zeros([0], tf.string), shape=[None], trainable=False, name="gradcompat_upstream_log")
+            log = tf.Variable(tf.zeros([0], tf.string), shape=[None], trainable=False, name=_LOG_NAME)
             sink = LoggedUpstreams(log)
-            with capturing_upstreams(sink):
-                traced = {}
-                for index, case in enumerate(cases):
-                    try:
-                        traced[index] = _trace(case)
-                    except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
-                        outcomes[index] = Outcome(error=exc, phase="build")
-                groups: list[tuple[str, list[int]]] = []
-                self._save_bisecting(log, traced, list(traced), directory, groups, outcomes)
-            for case_index in (index for _, group in groups for index in group):
-                cases[case_index].before_run()
-            if groups:
-                outcomes.update(self._load(directory, cases, groups, sink))
+            outcomes = self._save_and_load(cases, range(len(cases)), sink, directory / "logged")
+            # A gradient in a tf.while_loop body that captures the log makes the loaded loop's gradient fail
+            # ("... is in list of internal_captures"), where the user's own gradient works: those cases run again
+            # saved without the log (their calls are then not observable).
+            unlogged = [index for index, outcome in outcomes.items()
+                        if outcome.error is not None and _LOG_NAME in str(outcome.error)]
+            if unlogged:
+                with sink.refusing():
+                    outcomes.update(self._save_and_load(cases, unlogged, sink, directory / "unlogged"))
         finally:
             shutil.rmtree(directory, ignore_errors=True)
         return [outcomes[index] for index in range(len(cases))]
+
+    def _save_and_load(self, cases: Sequence[Case], indices: Iterable[int], sink: LoggedUpstreams,
+                       directory: Path) -> dict[int, Outcome]:
+        """Trace `indices`, save them (as few SavedModels as TensorFlow allows) and load them in the child process."""
+        outcomes: dict[int, Outcome] = {}
+        directory.mkdir()
+        with capturing_upstreams(sink):
+            traced = {}
+            for index in indices:
+                try:
+                    traced[index] = _trace(cases[index])
+                except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
+                    outcomes[index] = Outcome(error=exc, phase="build")
+            groups: list[tuple[str, list[int]]] = []
+            self._save_bisecting(sink.log, traced, list(traced), directory, groups, outcomes)
+        for case_index in (index for _, group in groups for index in group):
+            cases[case_index].before_run()
+        if groups:
+            outcomes.update(self._load(directory, cases, groups, sink))
+        return outcomes
 
     def _save_bisecting(self, log: tf.Variable, traced: dict[int, dict[str, Any]], indices: list[int],
                         directory: Path, groups: list[tuple[str, list[int]]], outcomes: dict[int, Outcome]) -> None:
@@ -154,12 +172,13 @@ class SavedModelContext(Context):
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """Hide what saving prints: the traceback TensorFlow prints before raising it, and its INFO lines."""
+    """Hide what saving prints: the traceback TensorFlow prints before raising it, its INFO lines, and AutoGraph's
+    notes on the gradient functions it traces (printed to stdout)."""
     logger = tf.get_logger()
     level = logger.level
     logger.setLevel(max(level, logging.WARNING))
     try:
-        with contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
             yield
     finally:
         logger.setLevel(level)
@@ -191,11 +210,17 @@ def _trace(case: Case) -> dict[str, Any]:
     op = case.build()
     forward = tf.function(lambda *inputs: tuple(op(*inputs, *variables)), input_signature=signature, autograph=False)
     outputs = tf.nest.flatten(forward.get_concrete_function().structured_outputs)
+    traced_variables = variables
+    if case.extra_sources is not None:  # variables the forward created while traced: saved, and sources there
+        with tf.GradientTape() as nothing_watched:
+            pass
+        created = [v for v in case.extra_sources(nothing_watched) if all(v is not w for w in variables)]
+        traced_variables = [*variables, *created]
     downstream = case.downstream
     loss = tf.function(lambda *outputs: downstream.loss(*outputs),
                        input_signature=[tf.TensorSpec(o.shape, o.dtype) for o in outputs], autograph=False)
     target = loss.get_concrete_function().structured_outputs
-    traced: dict[str, Any] = {"forward": forward, "loss": loss, "variables": variables}
+    traced: dict[str, Any] = {"forward": forward, "loss": loss, "variables": traced_variables}
     if downstream.output_gradients is not None:
         output_gradients = downstream.output_gradients
         grad_ys = tf.function(lambda target: output_gradients(target),

@@ -8,7 +8,8 @@ call per logged entry, so a gradient function that never ran in the loader recor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,10 @@ from compat.results import Upstream, intern_array
 
 Call = tuple[Probe, tuple[Upstream, ...]]
 
+_UNLOGGED = ("the gradient function runs inside a tf.while_loop, whose loaded gradient fails with the saved upstream "
+             "log captured in it (TensorFlow: '... is in list of internal_captures'), so the model was saved and "
+             "loaded again without the log")
+
 
 class LoggedUpstreams:
     """An `UpstreamSink` appending each captured call to `log`, a string tf.Variable of unknown length."""
@@ -32,9 +37,19 @@ class LoggedUpstreams:
     def __init__(self, log: tf.Variable):
         self.log = log
         self._sites: dict[bytes, tuple[Probe, Any, int]] = {}
+        self._refusing = False
+
+    @contextlib.contextmanager
+    def refusing(self) -> Iterator[None]:
+        """While active, capture nothing (the saved model then holds no log in its gradients), saying why."""
+        self._refusing, self.unobservable = True, _UNLOGGED
+        try:
+            yield
+        finally:
+            self._refusing, self.unobservable = False, type(self).unobservable
 
     def capture(self, probe: Probe, site: Any, tensors: list[tf.Tensor]) -> Any:
-        if tf.executing_eagerly():
+        if tf.executing_eagerly() or self._refusing:
             return None
         key = str(len(self._sites)).encode()
         try:
@@ -86,11 +101,12 @@ def loader_notes(tape: Outcome, gradients: Outcome, tape_calls: Sequence[Call],
         problems.append(f"the gradient function ran {len(gradients_calls)} time(s) under tf.gradients, "
                         f"{len(tape_calls)} under the tape")
     else:
-        for number, ((_, mine), (_, theirs)) in enumerate(zip(tape_calls, gradients_calls)):
+        for number, ((_, mine), (_, theirs)) in enumerate(zip(tape_calls, gradients_calls, strict=False)):
             problems += [f"call {number}: {problem}" for problem in _upstream_differences(mine, theirs)]
     if not problems:
         return None
-    return "in the loading process, tf.gradients inside a tf.function disagreed with the eager tape: " + "; ".join(problems)
+    return ("in the loading process, tf.gradients inside a tf.function disagreed with the eager tape: "
+            + "; ".join(problems))
 
 
 def _first_line(error: BaseException | None) -> str:
@@ -108,8 +124,9 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 def _grad_differences(tape: Outcome, gradients: Outcome) -> list[str]:
     problems = []
     assert tape.input_grads is not None and gradients.input_grads is not None
-    kinds = zip(tape.input_grad_kinds or (), gradients.input_grad_kinds or ())
-    for index, ((a, b), (kind_a, kind_b)) in enumerate(zip(zip(tape.input_grads, gradients.input_grads), kinds)):
+    kinds = zip(tape.input_grad_kinds or (), gradients.input_grad_kinds or (), strict=False)
+    pairs = zip(tape.input_grads, gradients.input_grads, strict=False)
+    for index, ((a, b), (kind_a, kind_b)) in enumerate(zip(pairs, kinds, strict=False)):
         if kind_a != kind_b:
             problems.append(f"input_grad[{index}] is {kind_b} under tf.gradients, {kind_a} under the tape")
         if a is not None and b is not None and not _close(a, b):
@@ -120,10 +137,11 @@ def _grad_differences(tape: Outcome, gradients: Outcome) -> list[str]:
 
 def _upstream_differences(mine: tuple[Upstream, ...], theirs: tuple[Upstream, ...]) -> list[str]:
     problems = []
-    for index, (a, b) in enumerate(zip(mine, theirs)):
+    for index, (a, b) in enumerate(zip(mine, theirs, strict=False)):
         if a.kind != b.kind:
             problems.append(f"upstream[{index}] is {b.kind} under tf.gradients, {a.kind} under the tape")
         elif a.value is not None and b.value is not None and not (
-                _close(a.value, b.value) and (a.indices is None or (b.indices is not None and np.array_equal(a.indices, b.indices)))):
+                _close(a.value, b.value)
+                and (a.indices is None or (b.indices is not None and np.array_equal(a.indices, b.indices)))):
             problems.append(f"upstream[{index}] values differ")
     return problems

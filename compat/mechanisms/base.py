@@ -12,8 +12,9 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.framework import function
 
+from compat.composite import assembled, component, is_composite
 from compat.probe import Probe, UserCodeError
-from compat.signature import output_signature
+from compat.signature import forward_signature
 
 BuiltOp = Callable[..., tuple[Any, ...]]
 """`op(*inputs) -> tuple of outputs`: a spec's forward with its custom gradient attached."""
@@ -57,14 +58,44 @@ def as_outputs(outputs: Any) -> tuple[Any, ...]:
     return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
 
 
+def applied(op: BuiltOp, spec: Any, modelled: bool = True) -> BuiltOp:
+    """`op(*inputs, *variables)` called on the sources a context differentiates: ragged and sparse inputs are
+    assembled from their values (`compat.RaggedArray`, `compat.SparseArray`), then, with `modelled`, used as
+    `spec.model` uses the op: `model(call, *inputs)`, where `call(*xs)` is the op on `xs` (and the variables),
+    returning one tensor or a tuple as the forward does."""
+    model = spec.model if modelled else None
+    examples = spec.example_inputs
+    if model is None and not any(is_composite(value) for value in examples):
+        return op
+    num_inputs = spec.num_inputs
+
+    def used(*sources: Any) -> tuple[Any, ...]:
+        inputs = [value.assemble(x) if is_composite(value) else x for value, x in zip(examples, sources, strict=False)]
+        variables = sources[num_inputs:]
+        if model is None:
+            return as_outputs(op(*inputs, *variables))
+
+        def call(*xs: Any) -> Any:
+            outputs = as_outputs(op(*xs, *variables))
+            return outputs[0] if len(outputs) == 1 else outputs
+
+        return as_outputs(model(call, *inputs))
+
+    return used
+
+
 def defun_op(probe: Probe, func_name: str, **gradient: Any) -> BuiltOp:
     """The spec's forward as a `function.Defun` over its inputs and variable values, with `gradient` (either
     `grad_func=` or `python_grad_func=`), called the way Defun users call it."""
+    examples = probe.spec.example_inputs
+
     @function.Defun(*dtypes_of(probe.spec.sources), func_name=func_name, **gradient)
     def forward_op(*inputs):
-        return probe.forward(*inputs)
+        return probe.forward(*assembled(examples, inputs))
 
-    return lambda *args: as_outputs(forward_op(*read_variables(probe, args)))
+    # A Defun takes tensors of its declared dtypes: a ragged or sparse input goes in as its values, rebuilt inside
+    # around the spec's structure, as Defun users must write it.
+    return lambda *args: as_outputs(forward_op(*(component(x) for x in read_variables(probe, args))))
 
 
 def dtypes_of(values: Any) -> list[tf.DType]:
@@ -80,7 +111,7 @@ def read_variables(probe: Probe, args: tuple[Any, ...]) -> tuple[Any, ...]:
 def output_dtypes(probe: Probe) -> list[tf.DType]:
     """The dtypes of the spec's forward outputs, found by building it once in a scratch graph."""
     try:
-        return list(output_signature(probe.spec).dtypes)
+        return list(forward_signature(probe.spec).dtypes)
     except UserCodeError as exc:
         raise probe.fail(exc.problem, exc) from exc
 

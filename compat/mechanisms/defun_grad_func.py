@@ -2,7 +2,8 @@
 
 The equivalent hand-written user code (TF1 graph mode):
 
-    from tensorflow.python.framework import function
+    import tensorflow as tf
+from tensorflow.python.framework import function
 
     @function.Defun(tf.float32, tf.float32)          # (*inputs, *dys)
     def sign_grad(x, dy):
@@ -14,7 +15,9 @@ The equivalent hand-written user code (TF1 graph mode):
 
 The gradient Defun receives the forward inputs then one dense upstream per output, and must return a
 tensor per input: where the spec's gradient returns None, this mechanism returns zeros, as a user must.
-Variables the forward reads are read outside and passed in as extra arguments, as Defun users do.
+Variables the forward reads are read outside and passed in as extra arguments, as Defun users do. The
+gradient Defun is not handed the forward's outputs: where the spec's gradient uses them, they are computed
+again from the inputs inside it, as its users must; where it does not, the forward does not run there.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.python.framework import function
 
+from compat.composite import assembled, component
 from compat.mechanisms.base import BuiltOp, Mechanism, defun_op, dtypes_of, output_dtypes, unique_name
-from compat.probe import Probe
+from compat.probe import LazyTensors, Probe
 
 
 class DefunGradFunc(Mechanism):
@@ -38,8 +42,13 @@ class DefunGradFunc(Mechanism):
 
         @function.Defun(*input_dtypes, *output_dtypes(probe), func_name=f"{base}_grad")
         def grad_func(*args):
-            inputs, upstreams = args[:num_inputs], args[num_inputs:]
-            outputs = probe.forward(*inputs)
-            return probe.call_gradient(inputs, outputs, upstreams, none_as_zeros=True)
+            inputs, upstreams = tuple(assembled(probe.spec.example_inputs, args[:num_inputs])), args[num_inputs:]
+            # A grad_func is not handed the outputs: computed again from the inputs, only if the gradient uses them.
+            outputs = LazyTensors(lambda: probe.forward(*inputs), "the forward's outputs")
+            if not probe.spec.takes_variables:
+                return [component(g) for g in probe.call_gradient(inputs, outputs, upstreams, none_as_zeros=True)]
+            # The declared grad_func cannot take the variables the forward captures: TensorFlow says so at run time.
+            input_grads, _ = probe.call_gradient_with_variables(inputs, outputs, upstreams, probe.created_variables)
+            return [component(tf.zeros_like(x) if g is None else g) for x, g in zip(inputs, input_grads, strict=False)]
 
         return defun_op(probe, base, grad_func=grad_func)

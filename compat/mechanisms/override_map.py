@@ -15,16 +15,25 @@ Without `op_type`, the whole forward is wrapped generically, as the seed's `{"Id
 generalised to several inputs and outputs: the forward runs normally, then
 `tf.identity_n([*outputs, *inputs])` is built under `{"IdentityN": name}`. The registered gradient
 gets the outputs' upstreams, returns the spec's gradients for the inputs and None for the outputs, so
-only the custom gradient flows. Where TensorFlow ignores the override (eager tapes look gradients up by
+only the custom gradient flows. Variables the forward created (a spec whose gradient takes `variables`) are
+read into the IdentityN too, so their gradients flow back to them.
+
+`op` is read only when the spec's gradient reads its inputs or outputs, as a legacy gradient that never
+touches `op` would: `tf.saved_model.save` traces registered gradients with `op=None`, which such a gradient
+survives and one reading `op.inputs` does not. Where TensorFlow ignores the override (eager tapes look gradients up by
 the real op type), IdentityN's own gradient runs and the forward's autodiff gradient is what you get.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import tensorflow as tf
 
+from compat.composite import component, rebuild
 from compat.mechanisms.base import BuiltOp, Mechanism, read_variables, registered_probe, unique_name
-from compat.probe import Probe
+from compat.probe import LazyTensors, OpTensors, Probe
 
 
 class OverrideMap(Mechanism):
@@ -41,7 +50,7 @@ class OverrideMap(Mechanism):
         if op_type is not None:
             @tf.RegisterGradient(gradient_name)
             def _override(op, *upstreams):
-                return probe_ref().call_gradient(tuple(op.inputs), tuple(op.outputs), upstreams)
+                return probe_ref().call_gradient(OpTensors(op, "inputs"), OpTensors(op, "outputs"), upstreams)
 
             def overridden_op(*args):
                 inputs = read_variables(probe, args)
@@ -55,24 +64,47 @@ class OverrideMap(Mechanism):
 
             return overridden_op
 
-        num_inputs = len(probe.spec.sources)
-
-        @tf.RegisterGradient(gradient_name)
-        def _override_wrapped(op, *upstreams):
-            num_outputs = len(op.inputs) - num_inputs
-            outputs, inputs = tuple(op.inputs[:num_outputs]), tuple(op.inputs[num_outputs:])
-            grads = probe_ref().call_gradient(inputs, outputs, upstreams[:num_outputs])
-            return [None] * num_outputs + grads
+        composites: dict[str, tuple[Any, ...]] = {}
+        tf.RegisterGradient(gradient_name)(_wrapped_gradient(probe_ref, len(probe.spec.sources), composites))
 
         def op(*args):
             inputs = read_variables(probe, args)  # this closure keeps the probe alive while the op is used
             outputs = probe.forward(*inputs)
+            created = probe.created_variables if probe.spec.takes_variables else []
             graph = tf.compat.v1.get_default_graph()
             with graph.gradient_override_map({"IdentityN": gradient_name}):
-                wrapped = tf.identity_n([*outputs, *inputs])
+                wrapped = tf.identity_n([*outputs, *(component(x) for x in inputs),
+                                         *(tf.convert_to_tensor(v) for v in created)])
+            if any(component(x) is not x for x in inputs):  # a ragged or sparse input: its values are wrapped
+                composites[wrapped[0].op.name] = inputs
             return tuple(wrapped[: len(outputs)])
 
         return op
+
+
+def _wrapped_gradient(probe_ref: Callable[[], Probe], num_inputs: int,
+                      composites: dict[str, tuple[Any, ...]]) -> Callable[..., list[Any]]:
+    """The gradient registered for the IdentityN over (outputs, inputs, reads of the variables the forward
+    created): the spec's gradients for the inputs and variables, None for the outputs. A ragged or sparse input
+    is wrapped as its values: the spec's gradient gets it rebuilt on them, and its gradient goes to them."""
+    def gradient(op: Any, *upstreams: Any) -> list[Any]:
+        probe = probe_ref()
+        variables = probe.created_variables if probe.spec.takes_variables else []
+        num_outputs = len(upstreams) - num_inputs - len(variables)  # IdentityN: one upstream per input
+        inputs: Sequence[Any] = OpTensors(op, "inputs", start=num_outputs, stop=num_outputs + num_inputs)
+        structure = composites.get(op.name) if op is not None else None
+        if structure is not None:
+            flat = inputs
+            inputs = LazyTensors(lambda: [rebuild(x, t) for x, t in zip(structure, flat, strict=True)], "op.inputs")
+        outputs = OpTensors(op, "inputs", stop=num_outputs)
+        if not probe.spec.takes_variables:
+            grads = probe.call_gradient(inputs, outputs, upstreams[:num_outputs])
+            return [None] * num_outputs + [component(g) for g in grads]
+        input_grads, variable_grads = probe.call_gradient_with_variables(inputs, outputs, upstreams[:num_outputs],
+                                                                         variables)
+        return [None] * num_outputs + [component(g) for g in input_grads] + variable_grads
+
+    return gradient
 
 
 def _check_op_type_created(probe: Probe, created: list[tf.Operation], op_type: str) -> None:

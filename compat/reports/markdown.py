@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 from compat.reports import received
 from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, verdict
 from compat.reports.table import (
+    ERRORS_TITLE,
     REPRESENTATION_WORDS,
     WORDS,
     compared_with,
     counts_text,
+    error_reasons,
     pitfalls,
     representation_notes,
     representation_only,
@@ -55,6 +57,12 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
                           matrix_table(report, spec, dtype, only_differences=view.only_differences)]
     lines += ["", "## Unexpected differences in native variants", ""]
     lines += [line for cell in report.unexpected for line in _unexpected(cell)] or ["None."]
+    errors = error_reasons(report)
+    if errors:
+        lines += ["", f"## {ERRORS_TITLE.rstrip(':')}", ""]
+        lines += [f"- `{e.spec}` · {e.dtype} · `{e.variant}` in {len(e.scenarios)} "
+                  f"scenario{'s' * (len(e.scenarios) != 1)} ({', '.join(f'`{s}`' for s in e.scenarios)}): "
+                  f"{_inline(e.reason)}" for e in errors]
     lines += ["", "## Migration pitfalls", ""]
     lines += [f"- **{_inline(p.sentence())}** ({_inline(p.scope())})" for p in pitfalls(report)] or ["None."]
     notes = representation_notes(report)

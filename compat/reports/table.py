@@ -49,6 +49,9 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
     lines += ["", *_section("Migration pitfalls (legacy mechanism in a TF2 context; reported, not failing)",
                             pitfall_lines, "  none")]
     lines += ["", *_section("Unexpected differences in native variants", _unexpected_lines(report), "  none")]
+    errors = error_reasons(report)
+    if errors:
+        lines += ["", ERRORS_TITLE, *(f"  {error.sentence()}" for error in errors)]  # one line each, as messages are
     notes = representation_notes(report)
     if notes:
         lines += ["", "Representation differences in native variants (same values, other form; not failing):",
@@ -210,6 +213,39 @@ def pitfalls(report: CheckReport) -> list[Pitfall]:
     specs = list(report.specs)
     return sorted(found, key=lambda p: (specs.index(p.spec) if p.spec in specs else len(specs),
                                         list(PITFALL_STATUSES).index(p.status), -len(p.cells), p.mechanism))
+
+
+ERRORS_TITLE = "Errors in cross variants (the cell could not run; reported, not failing):"
+
+
+@dataclasses.dataclass(frozen=True)
+class ErrorReason:
+    """Error cells of one spec, dtype and variant that failed for the same reason, and their scenarios."""
+
+    spec: str
+    dtype: str
+    variant: str
+    reason: str
+    scenarios: tuple[str, ...]
+
+    def sentence(self) -> str:
+        count = f"{len(self.scenarios)} scenario" + ("" if len(self.scenarios) == 1 else "s")
+        return f"{self.spec} · {self.dtype} · {self.variant} in {count} ({', '.join(self.scenarios)}): {self.reason}"
+
+
+def error_reasons(report: CheckReport) -> list[ErrorReason]:
+    """The error cells not listed as unexpected (native errors are), grouped by spec, dtype, variant and reason."""
+    groups: dict[tuple[str, str, str, str], list[str]] = defaultdict(list)
+    for cell in report.cells:
+        if cell.status == "error" and not cell.unexpected:
+            groups[cell.spec, cell.dtype, cell.variant, error_reason(cell)].append(cell.scenario)
+    return [ErrorReason(*key, tuple(scenarios)) for key, scenarios in groups.items()]
+
+
+def error_reason(cell: Cell) -> str:
+    """Why an error cell failed: its message without the `spec ..., variant ...: ` it starts with."""
+    message = cell.result.message or (cell.differences[0].detail if cell.differences else "no reason recorded")
+    return message.removeprefix(f"spec `{cell.spec}`, variant `{cell.variant}`: ")
 
 
 def representation_notes(report: CheckReport) -> list[str]:

@@ -8,12 +8,12 @@ import libcst as cst
 
 from compat.audit.suggestions import snake
 from compat.rewrite import builtin_gradients, cleanup
-from compat.rewrite.apply import ApplyPlan
 from compat.rewrite.context import ModuleContext
 from compat.rewrite.defun import find_defuns, plan_defuns
 from compat.rewrite.names import local_names
 from compat.rewrite.newlines import keep_final_newlines
 from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, stray_map_calls
+from compat.rewrite.partial import apply_plan, plan_node_ids
 from compat.rewrite.plan import CallEdit, Plan
 from compat.rewrite.register_gradient import Registration, build, check_uses, find_registrations, new_name
 from compat.rewrite.result import SourceResult
@@ -44,8 +44,8 @@ def rewrite_source(text: str, path: str = "<string>") -> SourceResult:
     plan.sites.sort()
     if not any(s.outcome == "rewritten" for s in plan.sites):
         plan.add_tf_import = False
-    new = ctx.wrapper.visit(ApplyPlan(plan))
-    code = cleanup.tidy(new.code, ctx, plan)
+    new = apply_plan(ctx.module, plan, ctx.path_ids_to(plan_node_ids(plan)))
+    code = cleanup.tidy(new, ctx, plan)
     return SourceResult(keep_final_newlines(text, code), tuple(plan.sites))
 
 

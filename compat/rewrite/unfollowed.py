@@ -77,7 +77,7 @@ def _statements(ctx: ModuleContext) -> list[tuple[int, int, int, cst.BaseStateme
         if isinstance(node, cst.SimpleStatementLine | cst.BaseCompoundStatement):
             found.append((*_span(ctx, node), depth, node))
             depth += 1
-        stack.extend((child, depth) for child in node.children)
+        stack.extend((child, depth) for child in ctx.children(node))
     return found
 
 

@@ -115,3 +115,28 @@ def test_unexpected_error_cells_show_their_reason_even_when_the_reference_fails_
         assert "defun_grad_func@v1_session` (vs `defun_grad_func@v1_session" not in text
         assert "defun_grad_func@v1_session (vs defun_grad_func@v1_session)" not in text
         assert "the reference itself" in text
+
+
+def test_error_cells_of_cross_variants_show_their_reason_once_per_reason():
+    """A cross error is not unexpected, so no other section shows why it failed (only JSON did)."""
+    import numpy as np
+    import tensorflow as tf
+
+    import compat
+    from compat.matrix import check
+
+    def forward(x):
+        if tf.executing_eagerly():
+            raise ValueError("this forward only builds graphs")
+        return tf.identity(x)
+
+    spec = compat.GradientSpec("graph_only", forward, lambda i, o, u: [u[0]], [np.ones(2, np.float32)])
+    report = check([spec], scenarios=["sum", "scaled"], variants=["override_map@eager_tape", "override_map@v1_session"])
+    assert [c.status for c in report.cells if c.variant == "override_map@eager_tape"] == ["error", "error"]
+    assert not report.unexpected
+    for fmt in ("table", "markdown"):
+        text = render(report, fmt)
+        assert text.count("forward raised ValueError: this forward only builds graphs") == 1, text
+        line = next(line for line in text.splitlines() if "this forward only builds graphs" in line)
+        assert "graph_only" in line and "override_map@eager_tape" in line and "2 scenarios" in line, line
+        assert "sum" in line and "scaled" in line, line
