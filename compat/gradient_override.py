@@ -58,6 +58,11 @@ class GradientOverride:
     def _traced(self, *args: Any, **kwargs: Any) -> Any:
         import tensorflow as tf
 
+        if tf.executing_eagerly():
+            raise GradientOverrideError(
+                f"override_gradients({_name(self.fn)}): the function runs eagerly (tf.config.run_functions_eagerly"
+                "(True)), where a tape ignores the override map and would compute the ops' own gradients: call "
+                "tf.config.run_functions_eagerly(False) before taking gradients")
         graph = tf.compat.v1.get_default_graph()
         with graph.gradient_override_map(self.gradient_map):
             result = self.fn(*args, **kwargs)
@@ -93,7 +98,8 @@ def override_gradients(fn: Callable[..., Any], gradients: Mapping[str, str | Gra
 
     Raises:
       ValueError: `gradients` is empty, names an op type TensorFlow does not know, or an unregistered gradient.
-      GradientOverrideError: (when a call traces `fn`) an op of an overridden type is built in a graph of its own
+      GradientOverrideError: (when a call traces `fn`) functions run eagerly (`tf.config.run_functions_eagerly`,
+        where tapes ignore the map); an op of an overridden type is built in a graph of its own
         (a `tf.cond` or `tf.while_loop` branch, a nested `tf.function`, a Keras RNN's loop), where the map does
         not reach; a `tf.GradientTape` inside `fn` takes gradients, which ignore the map; or, with
         `require_match`, no op of an overridden type was built.

@@ -214,3 +214,50 @@ def test_a_gradient_function_is_registered_once_however_often_it_is_used():
     second = compat.override_gradients(network, {"Relu": guided_relu_grad})
     assert first.gradient_map == second.gradient_map
     assert first.__wrapped__ is network and "network" in repr(first)
+
+
+def test_functions_run_eagerly_raise_instead_of_giving_plain_gradients():
+    """tf.config.run_functions_eagerly(True) runs the function eagerly, where a tape ignores the map."""
+    guided = compat.override_gradients(network, {"Relu": guided_relu_grad}, require_match=False)
+    tf.config.run_functions_eagerly(True)
+    try:
+        with pytest.raises(GradientOverrideError, match=r"run_functions_eagerly\(True\)"):
+            eager_tape(guided)
+    finally:
+        tf.config.run_functions_eagerly(False)
+
+
+@tf.custom_gradient
+def hand_written_guided_relu(x):
+    """The TF2 way to write guided backprop by hand, the reference for the override below."""
+    y = tf.nn.relu(x)
+
+    def grad(dy):
+        return dy * tf.cast(dy > 0.0, dy.dtype) * tf.cast(y > 0.0, dy.dtype)
+
+    return y, grad
+
+
+def test_guided_backprop_of_a_keras_model_matches_a_hand_written_custom_gradient():
+    """Saliency libraries' pattern: Relu overridden by a registered guided gradient for a whole Keras model."""
+    import keras
+
+    def model(activation):
+        keras.utils.set_random_seed(0)
+        return keras.Sequential([keras.Input((6, 6, 1)), keras.layers.Conv2D(3, 3, activation=activation),
+                                 keras.layers.Flatten(), keras.layers.Dense(5, activation=activation),
+                                 keras.layers.Dense(3)])
+
+    images = tf.constant(np.random.default_rng(0).normal(size=(2, 6, 6, 1)).astype(np.float32))
+
+    def saliency(network):
+        with tf.GradientTape() as tape:
+            tape.watch(images)
+            top = tf.reduce_max(network(images), axis=1)
+        return tape.gradient(top, images).numpy()
+
+    plain, reference = model("relu"), model(hand_written_guided_relu)
+    reference.set_weights(plain.get_weights())
+    guided = compat.override_gradients(plain, {"Relu": "TestGuidedRelu"})
+    np.testing.assert_allclose(saliency(guided), saliency(reference), rtol=1e-5, atol=1e-7)
+    assert not np.allclose(saliency(plain), saliency(reference))
