@@ -262,7 +262,7 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
     if wrapper is None:
         nest.refuse(f"the override block calls `{ctx.code(call.func)}`, code the rewriter cannot see into, which "
                     f"may create ops of the overridden types ({', '.join(sorted(active))}): wrap each overridden "
-                    "op in a @tf.custom_gradient by hand")
+                    f"op in a @tf.custom_gradient by hand, or {_runtime_helper_hint(ctx, call, active, nest)}")
         return
     overridden = sorted(wrapper.op_types & set(active))
     if not overridden:
@@ -282,3 +282,31 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
     op_type = wrapper.single_op
     gradient, shown = active[op_type]
     nest.uses.append(OverrideUse(call, wrapper, op_type, gradient, shown, found[0], found[1], nest))
+
+
+def _runtime_helper_hint(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradKey, str]],
+                         nest: OverrideNest) -> str:
+    """How to keep the override with `compat.override_gradients`: a line replacing the block where it is one call."""
+    gradients = "{" + ", ".join(f'"{op_type}": {shown}' for op_type, (_, shown) in sorted(active.items())) + "}"
+    callee = ctx.code(call.func)
+    statement = ctx.parent(call)
+    body = nest.outer.body.body
+    if (len(nest.withs) > 1 or len(nest.outer.items) > 1 or len(body) != 1
+            or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1
+            or body[0].body[0] is not statement or not _one_target(statement)):
+        return (f"call `{callee}` through `compat.override_gradients({callee}, {gradients})` (`import compat`), "
+                "which enters the map inside a tf.function, where TF2 tapes honour it (README: "
+                "compat.override_gradients)")
+    assert isinstance(statement, cst.Assign | cst.Return)
+    lead = "return " if isinstance(statement, cst.Return) else f"{ctx.code(statement.targets[0].target)} = "
+    args = ", ".join(ctx.code(a).strip().rstrip(",") for a in call.args)
+    return (f"replace the whole `with` block (`import compat`) by `{lead}compat.override_gradients({callee}, "
+            f"{gradients})({args})` if `{callee}` builds the ops from its arguments, or by `{lead}"
+            f"compat.override_gradients({callee}({args}), {gradients})` if it returns a model whose calls build "
+            "them (Keras in TF2)")
+
+
+def _one_target(statement: cst.CSTNode | None) -> bool:
+    if isinstance(statement, cst.Return):
+        return True
+    return isinstance(statement, cst.Assign) and len(statement.targets) == 1

@@ -171,3 +171,73 @@ def test_a_registered_gradient_rewrite_never_shadows_a_name_its_op_call_reads(ru
     legacy, rewritten = runner.load_pair(tmp_path, f"registered_{local}", source, result.text)
     found = runner.differences(legacy, rewritten, {"halved": [("float32", [3])]})
     assert not found, "\n".join(found)
+
+
+GUIDED_HELPER = """
+    import numpy as np
+    import tensorflow as tf
+
+    W = np.array([[1.0, -1.0, 0.5], [0.5, 1.0, -1.0], [-1.0, 0.5, 1.0]], np.float32)
+
+
+    @tf.RegisterGradient("{grad}")
+    def _guided_relu(op, grad):
+        return grad * tf.cast(grad > 0.0, grad.dtype) * tf.cast(op.outputs[0] > 0.0, grad.dtype)
+
+
+    def network(x, shift):
+        hidden = tf.nn.relu(tf.matmul(x, tf.constant(W)))
+        return tf.matmul(tf.nn.relu(hidden - shift), tf.constant(-W))
+
+
+    def saliency_input(x):
+        g = tf.get_default_graph()
+        with g.gradient_override_map({"Relu": "{grad}"}):
+            {statement}network(x, shift=0.5)
+    """
+
+
+def _guided_source(statement: str, grad: str) -> str:
+    source = textwrap.dedent(GUIDED_HELPER).lstrip().replace("{statement}", statement).replace("{grad}", grad)
+    return source + ("    return y\n" if statement == "y = " else "")
+
+
+def _pasted(runner, source: str, statement: str) -> str:
+    """`source` with its override block replaced by the line its TODO offers (a gradient name is registered once
+    per process, so each module registers its own)."""
+    [reason] = [r for r in runner.todo_reasons(source) if "cannot see into" in r]
+    line = reason.split("replace the whole `with` block (`import compat`) by `")[1].split("` if `network`")[0]
+    block = source[source.index("    g = tf.get_default_graph()"):]
+    tail = "    return y\n" if statement == "y = " else ""
+    return "import compat\n" + source.replace(block, f"    {line}\n{tail}")
+
+
+@pytest.mark.parametrize("statement", ["return ", "y = "])
+def test_the_line_a_todo_offers_for_code_the_rewriter_cannot_see_runs_like_tf1(runner, tmp_path,
+                                                                               statement: str) -> None:
+    """A map around a helper building a network: the TODO's `compat.override_gradients` line, pasted, is TF1."""
+    pytest.importorskip("tensorflow")
+    tag = "return" if statement == "return " else "assign"
+    legacy_source = _guided_source(statement, f"GuidedLegacy_{tag}")
+    legacy, rewritten = runner.load_pair(tmp_path, f"guided_{tag}", legacy_source,
+                                         _pasted(runner, _guided_source(statement, f"GuidedTF2_{tag}"), statement))
+    entries = {"saliency_input": [("float32", [4, 3])]}
+    assert not runner.differences(legacy, rewritten, entries)
+    plain = _guided_source(statement, f"GuidedPlain_{tag}").replace("g.gradient_override_map(", "tf.name_scope(")
+    plain = plain.replace(f'{{"Relu": "GuidedPlain_{tag}"}}', '"plain"')
+    plain = plain.replace("tf.get_default_graph", "tf.compat.v1.get_default_graph")
+    (tmp_path / f"plain_{tag}.py").write_text(plain, encoding="utf-8")
+    plain_module = runner.load(tmp_path / f"plain_{tag}.py", legacy=False)
+    assert runner.differences(legacy, plain_module, entries, contexts=("eager_tape",)), "the override must matter"
+
+
+def test_a_block_of_several_statements_around_unseen_code_names_the_runtime_helper(runner) -> None:
+    [reason] = runner.todo_reasons(textwrap.dedent("""
+        import tensorflow as tf
+
+        def modify_backprop(model, name):
+            with tf.get_default_graph().gradient_override_map({"Relu": name}):
+                new_model = load_model("model.h5")
+                return new_model
+        """).lstrip())
+    assert 'call `load_model` through `compat.override_gradients(load_model, {"Relu": name})`' in reason
