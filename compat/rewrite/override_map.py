@@ -145,8 +145,39 @@ def _check_graph(ctx: ModuleContext, call: cst.Call, nest: OverrideNest) -> None
                                 f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
                                 "graph the ops are built in, then use a @tf.custom_gradient by hand")
             return
+    if isinstance(graph, cst.Name) and _entered_as_default(ctx, graph, call, nest):
+        return
     nest.refuse(f"the map is entered on `{ctx.code(graph)}`, which the rewriter cannot prove is the graph the ops "
                 "are built in: rewrite the overridden ops as @tf.custom_gradient by hand")
+
+
+def _entered_as_default(ctx: ModuleContext, graph: cst.Name, map_call: cst.Call, nest: OverrideNest) -> bool:
+    """Whether the map is entered, in the same function, inside `with graph.as_default():` or `with
+    X.as_default() as graph:`, so `graph` is the default graph there (`nest` refused if another switch may
+    intervene)."""
+    binding = ctx.single_assignment(graph)
+    function = ctx.enclosing_function(map_call)
+    if binding is None:
+        return False
+    for with_node in (a for a in ctx.ancestors(map_call) if isinstance(a, cst.With)):
+        if ctx.enclosing_function(with_node) is not function:
+            return False
+        for item in with_node.items:
+            if not (isinstance(item.item, cst.Call) and isinstance(item.item.func, cst.Attribute)
+                    and item.item.func.attr.value == "as_default" and not item.item.args):
+                continue
+            entered = item.item.func.value
+            bound = item.asname.name if item.asname is not None else None
+            if (isinstance(bound, cst.Name) and binding.node is bound) or (
+                    isinstance(entered, cst.Name) and entered.value == graph.value
+                    and ctx.single_assignment(entered) is binding):
+                switch = _graph_switch(ctx, item, map_call)
+                if switch is not None:
+                    nest.refuse(f"`{graph.value}` may not be the default graph where the map is entered "
+                                f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
+                                "graph the ops are built in, then use a @tf.custom_gradient by hand")
+                return True
+    return False
 
 
 _GRAPH_SWITCHES = frozenset({"as_default", "reset_default_graph", "__enter__", "__exit__"})

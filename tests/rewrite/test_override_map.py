@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
 import pytest
 
 from compat.rewrite import rewrite_source
@@ -241,3 +242,100 @@ def test_a_block_of_several_statements_around_unseen_code_names_the_runtime_help
                 return new_model
         """).lstrip())
     assert 'call `load_model` through `compat.override_gradients(load_model, {"Relu": name})`' in reason
+
+
+_RUN = """
+                dx = tf.compat.v1.gradients(tf.reduce_sum(y * tf.constant([1.0, -2.0, 3.0])), x)[0]
+                with tf.compat.v1.Session() as session:
+                    return session.run([y, dx])
+    """  # inside the `with` of each module below
+NEW_GRAPH_HANDLES = {
+    "with_as": """
+        import tensorflow as tf
+
+        def build(value):
+            with tf.Graph().as_default() as g:
+                x = tf.constant(value)
+                with g.gradient_override_map({"Sign": "Identity"}):
+                    y = tf.sign(x)
+    """ + _RUN,
+    "entered_handle": """
+        import tensorflow as tf
+
+        def build(value):
+            g = tf.Graph()
+            with g.as_default(), tf.name_scope("quantize"):
+                x = tf.constant(value)
+                with g.gradient_override_map({"Sign": "Identity"}):
+                    y = tf.sign(x)
+    """ + _RUN,
+}
+
+
+def _new_graph_module(form: str) -> str:
+    return textwrap.dedent(NEW_GRAPH_HANDLES[form]).lstrip()
+
+
+@pytest.mark.parametrize("form", sorted(NEW_GRAPH_HANDLES))
+def test_a_map_on_the_graph_its_block_made_default_is_rewritten_and_runs_like_tf1(form: str) -> None:
+    """`with tf.Graph().as_default() as g:` / `with g.as_default():` around the map: `g` is the default graph."""
+    tf = pytest.importorskip("tensorflow")
+    source = _new_graph_module(form)
+    result = rewrite_source(source)
+    assert not result.todo and "_sign_with_identity_grad(x)" in result.text, result.sites
+    assert rewrite_source(result.text).text == result.text
+    value = [1.5, -2.0, 0.5]
+    runs = {}
+    for side, text, module in (("tf1", source, tf.compat.v1), ("tf2", result.text, tf),
+                               ("plain", source.replace("g.gradient_override_map(", "tf.name_scope(").replace(
+                                   '{"Sign": "Identity"}', '"plain"'), tf.compat.v1)):
+        namespace: dict = {"tf": module}
+        exec(compile(text.replace("import tensorflow as tf\n", ""), f"<{side}>", "exec"), namespace)  # noqa: S102
+        runs[side] = namespace["build"](value)
+    for got, want in zip(runs["tf2"], runs["tf1"], strict=True):
+        np.testing.assert_allclose(got, want)
+    assert not np.allclose(runs["plain"][1], runs["tf1"][1]), "the override must matter here"
+
+
+@pytest.mark.parametrize("source, why", [
+    ("""
+     import tensorflow as tf
+     def f(value, other):
+         g = tf.Graph()
+         with g.as_default():
+             x = tf.constant(value)
+             with other.as_default():
+                 with g.gradient_override_map({"Sign": "Identity"}):
+                     return tf.sign(x)
+     """, "`g` may not be the default graph where the map is entered (`other.as_default()` changes it)"),
+    ("""
+     import tensorflow as tf
+     def f(x):
+         with tf.Graph().as_default() as g:
+             pass
+         with g.gradient_override_map({"Sign": "Identity"}):
+             return tf.sign(x)
+     """, "the map is entered on `g`, which the rewriter cannot prove"),
+    ("""
+     import tensorflow as tf
+     def f(x):
+         g = tf.Graph()
+         with g.as_default():
+             g = tf.Graph()
+             with g.gradient_override_map({"Sign": "Identity"}):
+                 return tf.sign(x)
+     """, "the map is entered on `g`, which the rewriter cannot prove"),
+    ("""
+     import tensorflow as tf
+     def f(x):
+         with tf.Graph().as_default() as g:
+             def inner(x):
+                 with g.gradient_override_map({"Sign": "Identity"}):
+                     return tf.sign(x)
+         return inner(x)
+     """, "the map is entered on `g`, which the rewriter cannot prove"),
+])
+def test_a_new_graph_that_may_not_be_the_default_where_the_map_is_entered_is_a_todo(runner, source: str,
+                                                                                   why: str) -> None:
+    reasons = runner.todo_reasons(textwrap.dedent(source).lstrip())
+    assert any(r.startswith(why) for r in reasons), reasons
