@@ -171,7 +171,9 @@ def _entered_as_default(ctx: ModuleContext, graph: cst.Name, map_call: cst.Call,
             if (isinstance(bound, cst.Name) and binding.node is bound) or (
                     isinstance(entered, cst.Name) and entered.value == graph.value
                     and ctx.single_assignment(entered) is binding):
-                switch = _graph_switch(ctx, item, map_call)
+                later = with_node.items[with_node.items.index(item) + 1:]
+                switch = next((ctx.code(i.item) for i in later if _switch_leaf(i.item)), None) or _graph_switch(
+                    ctx, item, map_call)
                 if switch is not None:
                     nest.refuse(f"`{graph.value}` may not be the default graph where the map is entered "
                                 f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
@@ -193,13 +195,9 @@ def _graph_switch(ctx: ModuleContext, handle: cst.CSTNode, map_call: cst.Call) -
     """
     function = ctx.enclosing_function(handle)
     for node in ctx.walk(function) if function is not None else ():
-        if not isinstance(node, cst.Call):
+        if not _switch_leaf(node):
             continue
-        func = node.func
-        leaf = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(
-            func, cst.Name) else None
-        if leaf not in _GRAPH_SWITCHES:
-            continue
+        assert isinstance(node, cst.Call)
         item = ctx.parent(node)
         with_node = ctx.parent(item) if isinstance(item, cst.WithItem) else None
         if isinstance(with_node, cst.With) and all(
@@ -207,6 +205,15 @@ def _graph_switch(ctx: ModuleContext, handle: cst.CSTNode, map_call: cst.Call) -
             continue
         return ctx.code(node)
     return None
+
+
+def _switch_leaf(node: cst.CSTNode) -> bool:
+    """A call whose name is one of `_GRAPH_SWITCHES` (`other.as_default()`, `tf.reset_default_graph()`)."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    leaf = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    return leaf in _GRAPH_SWITCHES
 
 
 def _static(ctx: ModuleContext, expr: cst.BaseExpression) -> bool:

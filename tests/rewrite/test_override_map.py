@@ -310,6 +310,22 @@ def test_a_map_on_the_graph_its_block_made_default_is_rewritten_and_runs_like_tf
      """, "`g` may not be the default graph where the map is entered (`other.as_default()` changes it)"),
     ("""
      import tensorflow as tf
+     def f(value, other):
+         with tf.Graph().as_default() as g, other.as_default():
+             x = tf.constant(value)
+             with g.gradient_override_map({"Sign": "Identity"}):
+                 return tf.sign(x)
+     """, "`g` may not be the default graph where the map is entered (`other.as_default()` changes it)"),
+    ("""
+     import tensorflow as tf
+     def f(x, other):
+         g = tf.Graph()
+         with g.as_default(), other.as_default():
+             with g.gradient_override_map({"Sign": "Identity"}):
+                 return tf.sign(x)
+     """, "`g` may not be the default graph where the map is entered (`other.as_default()` changes it)"),
+    ("""
+     import tensorflow as tf
      def f(x):
          with tf.Graph().as_default() as g:
              pass
