@@ -97,6 +97,12 @@ def test_every_context_gets_the_legacy_gradient(context, gradient):
     np.testing.assert_allclose(CONTEXTS[context](guided), legacy_gradient(True), rtol=1e-6)
 
 
+@pytest.mark.parametrize("options", [{"jit_compile": True}, {"reduce_retracing": True}])
+def test_the_tf_function_options_keep_the_override(options):
+    guided = compat.override_gradients(network, {"Relu": guided_relu_grad}, **options)
+    np.testing.assert_allclose(eager_tape(guided), legacy_gradient(True), rtol=1e-6)
+
+
 def test_plain_tf2_ignores_a_map_entered_eagerly():
     """Why the helper exists: the legacy map entered eagerly gives the plain gradient under a tape."""
 
