@@ -332,16 +332,18 @@ def _runtime_helper_hint(ctx: ModuleContext, call: cst.Call, active: dict[str, t
     if (len(nest.withs) > 1 or len(nest.outer.items) > 1 or len(body) != 1
             or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1
             or body[0].body[0] is not statement or not _one_target(statement)):
-        return (f"call `{callee}` through `compat.override_gradients({callee}, {gradients})` (`import compat`), "
-                "which enters the map inside a tf.function, where TF2 tapes honour it (README: "
-                "compat.override_gradients)")
+        return (f"run the code that builds those ops (a function, or a model) through `compat.override_gradients("
+                f"fn_or_model, {gradients})` (`import compat`), which enters the map inside a tf.function, where TF2 "
+                "tapes honour it (README: compat.override_gradients)")
     assert isinstance(statement, cst.Assign | cst.Return)
     lead = "return " if isinstance(statement, cst.Return) else f"{ctx.code(statement.targets[0].target)} = "
     args = ", ".join(ctx.code(a).strip().rstrip(",") for a in call.args)
-    return (f"replace the whole `with` block (`import compat`) by `{lead}compat.override_gradients({callee}, "
-            f"{gradients})({args})` if `{callee}` builds the ops from its arguments, or by `{lead}"
-            f"compat.override_gradients({callee}({args}), {gradients})` if it returns a model whose calls build "
-            "them (Keras in TF2)")
+    line = f"`{lead}compat.override_gradients({callee}, {gradients})({args})`"
+    if ctx.public_path(call.func) is not None:  # a TensorFlow function: it returns tensors
+        return f"replace the whole `with` block (`import compat`) by {line}"
+    return (f"replace the whole `with` block (`import compat`) by {line} if `{callee}` builds the ops from its "
+            f"arguments, or by `{lead}compat.override_gradients({callee}({args}), {gradients})` if it returns a "
+            "model whose calls build them (Keras in TF2)")
 
 
 def _one_target(statement: cst.CSTNode | None) -> bool:

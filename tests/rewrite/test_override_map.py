@@ -241,7 +241,19 @@ def test_a_block_of_several_statements_around_unseen_code_names_the_runtime_help
                 new_model = load_model("model.h5")
                 return new_model
         """).lstrip())
-    assert 'call `load_model` through `compat.override_gradients(load_model, {"Relu": name})`' in reason
+    assert 'through `compat.override_gradients(fn_or_model, {"Relu": name})`' in reason
+
+
+def test_a_tensorflow_call_the_rewriter_cannot_see_into_gets_the_function_form_only(runner) -> None:
+    [reason] = runner.todo_reasons(textwrap.dedent("""
+        import tensorflow as tf
+
+        def py_func_with_grad(func, inp, name):
+            with tf.get_default_graph().gradient_override_map({"PyFunc": name}):
+                return tf.py_func(func, inp, tf.float32)
+        """).lstrip())
+    assert reason.endswith('by `return compat.override_gradients(tf.py_func, {"PyFunc": name})(func, inp, '
+                           'tf.float32)`'), reason
 
 
 _RUN = """
