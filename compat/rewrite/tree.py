@@ -6,7 +6,8 @@ of that function inserted after its leading imports and is rewritten with it, as
 becomes a `@tf.custom_gradient` built from it, the copy disappears into it. Only when the copy is provably the
 same function there (every name it reads is a builtin or an import that both modules bind alike, its own name
 unused in the module) and the rewrite consumes it; else the module is rewritten alone, the map left a TODO.
-The registering module keeps its registration (valid TF2).
+The registering module keeps its registration (valid TF2). A name registered anywhere else in the tree
+(literally or by a module constant, under `if`, in a function, as `RegisterGradient(NAME)(fn)`) is not borrowed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from compat.rewrite.engine import rewrite_source
 from compat.rewrite.result import Site, SourceResult
@@ -76,7 +77,9 @@ def _free_names(function: ast.FunctionDef) -> set[str] | None:
 
 
 def index(sources: Iterable[tuple[str, str]]) -> dict[str, list[Registered]]:
-    """Gradient name -> the top-level functions registering it, over (path, text) pairs that parse."""
+    """Gradient name -> every registration of it, over (path, text) pairs that parse; only top-level decorated
+    functions carry their source (usable), the others (under `if`, in functions, `RegisterGradient(NAME)(fn)`)
+    are counted so that a name registered twice is never borrowed."""
     found: dict[str, list[Registered]] = {}
     for path, text in sources:
         if "RegisterGradient" not in text:
@@ -85,20 +88,43 @@ def index(sources: Iterable[tuple[str, str]]) -> dict[str, list[Registered]]:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
-        imports = _imports(tree)
-        for node in tree.body:
-            name = _registered_name(node) if isinstance(node, ast.FunctionDef) else None
-            free = _free_names(node) if name is not None and isinstance(node, ast.FunctionDef) else None
-            if name is None or free is None or not free <= set(imports):
-                if name is not None:
-                    found.setdefault(name, []).append(Registered(path, name, "", "", {}))  # counted, not usable
-                continue
-            assert isinstance(node, ast.FunctionDef)
-            start = node.decorator_list[0].lineno
-            source = "\n".join(text.splitlines()[start - 1:node.end_lineno])
-            found.setdefault(name, []).append(
-                Registered(path, name, node.name, source, {n: imports[n] for n in free}))
+        usable = {id(r[0]): r for r in _usable(tree, text, path)}
+        constants = _string_constants(tree)
+        for node in ast.walk(tree):
+            name = _registration_call(node, constants)
+            if name is not None:
+                reg = usable.get(id(node))
+                found.setdefault(name, []).append(reg[1] if reg else Registered(path, name, "", "", {}))
     return found
+
+
+def _usable(tree: ast.Module, text: str, path: str) -> Iterator[tuple[ast.Call, Registered]]:
+    imports = _imports(tree)
+    for node in tree.body:
+        name = _registered_name(node) if isinstance(node, ast.FunctionDef) else None
+        free = _free_names(node) if name is not None and isinstance(node, ast.FunctionDef) else None
+        if name is None or free is None or not free <= set(imports):
+            continue
+        assert isinstance(node, ast.FunctionDef) and isinstance(node.decorator_list[0], ast.Call)
+        source = "\n".join(text.splitlines()[node.decorator_list[0].lineno - 1:node.end_lineno])
+        yield node.decorator_list[0], Registered(path, name, node.name, source, {n: imports[n] for n in free})
+
+
+def _string_constants(tree: ast.Module) -> dict[str, str]:
+    return {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+def _registration_call(node: ast.AST, constants: Mapping[str, str]) -> str | None:
+    """The name a `RegisterGradient(...)` call registers: a literal, or a module constant; else None."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.func, ast.Attribute | ast.Name)
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == "RegisterGradient"):
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    return constants.get(arg.id) if isinstance(arg, ast.Name) else None
 
 
 def _map_names(tree: ast.Module) -> set[str]:

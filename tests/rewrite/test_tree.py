@@ -74,8 +74,8 @@ def test_a_map_using_a_gradient_registered_in_another_module_is_rewritten_and_ru
     sys.modules.pop(registering.stem, None)
 
 
-@pytest.mark.parametrize("case", ["reads_a_module_constant", "registered_twice", "other_tf_import",
-                                  "name_taken"])
+@pytest.mark.parametrize("case", ["reads_a_module_constant", "registered_twice", "registered_again_in_a_function",
+                                  "other_tf_import", "name_taken"])
 def test_a_gradient_from_another_module_that_may_not_be_the_same_function_here_is_a_todo(tmp_path,
                                                                                         case: str) -> None:
     folder = tmp_path / case
@@ -88,6 +88,13 @@ def test_a_gradient_from_another_module_that_may_not_be_the_same_function_here_i
     registering, used = _tree(folder, case, bound, using)
     if case == "registered_twice":
         (folder / "copy_ops.py").write_text(registering.read_text(encoding="utf-8"), encoding="utf-8")
+    if case == "registered_again_in_a_function":
+        (folder / "late_ops.py").write_text(textwrap.dedent("""
+            import tensorflow as tf
+            NAME = "ClippedGrad_registered_again_in_a_function"
+            def register():
+                tf.RegisterGradient(NAME)(lambda op, grad: grad)
+            """), encoding="utf-8")
     model = _results(folder)[used.name]
     assert [s.outcome for s in model.sites] == ["todo"], model.sites
     assert "neither registered in this file" in model.sites[0].reason
