@@ -157,7 +157,7 @@ def _entered_as_default(ctx: ModuleContext, graph: cst.Name, map_call: cst.Call,
     intervene)."""
     binding = ctx.single_assignment(graph)
     function = ctx.enclosing_function(map_call)
-    if binding is None:
+    if binding is None or function is None:  # module level: `_graph_switch` searches functions only
         return False
     for with_node in (a for a in ctx.ancestors(map_call) if isinstance(a, cst.With)):
         if ctx.enclosing_function(with_node) is not function:

@@ -338,6 +338,14 @@ def test_a_map_on_the_graph_its_block_made_default_is_rewritten_and_runs_like_tf
      """, "`g` may not be the default graph where the map is entered (`other.as_default()` changes it)"),
     ("""
      import tensorflow as tf
+     with tf.Graph().as_default() as g:
+         x = tf.constant([1.0])
+         tf.Graph().as_default().__enter__()
+         with g.gradient_override_map({"Sign": "Identity"}):
+             y = tf.sign(x)
+     """, "the map is entered on `g`, which the rewriter cannot prove"),
+    ("""
+     import tensorflow as tf
      def f(x):
          with tf.Graph().as_default() as g:
              pass
