@@ -74,7 +74,8 @@ class Upstream:
         if shape is None:
             raise ValueError("IndexedSlices without a dense_shape: pass the shape to scatter into")
         dense = np.zeros(shape, dtype=self.value.dtype)
-        np.add.at(dense, np.asarray(self.indices), self.value)
+        with np.errstate(over="ignore", invalid="ignore"):  # float16 sums overflow to inf, as TensorFlow's do
+            np.add.at(dense, np.asarray(self.indices), self.value)
         return dense
 
     @property

@@ -162,7 +162,7 @@ class _Pool:
         workers: list[_Worker] = []
         started: list[_Worker] = []  # every worker ever started, for the cleanup on Ctrl-C or an error
         if progress:
-            progress(0, len(todo), "starting workers")
+            progress(0, len(todo), f"starting {self.size} workers (each imports TensorFlow)")
         try:
             for _ in range(self.size):
                 workers.append(self._start(pending, started))

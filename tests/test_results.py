@@ -46,3 +46,14 @@ def test_equal_large_arrays_are_shared_and_read_only():
     assert scalar.shape == () and scalar == 3.0
     bf16 = __import__("ml_dtypes").bfloat16
     assert intern_array(np.ones(3000, bf16)) is intern_array(np.ones(3000, bf16))
+
+
+def test_scattering_float16_slices_that_overflow_gives_inf_without_a_numpy_warning():
+    import warnings
+
+    slices = Upstream("indexed_slices", "float16", (2,), np.array([60000.0, 60000.0], np.float16),
+                      indices=np.array([1, 1]), dense_shape=(3,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dense = slices.to_dense()
+    assert dense.dtype == np.float16 and dense.tolist() == [0.0, float("inf"), 0.0]

@@ -1,11 +1,10 @@
-"""What every gradcompat absl app shares: exit codes, safe output, a stderr progress bar, the runner."""
+"""What every gradcompat absl app shares: exit codes, safe output, quiet TensorFlow import, the runner."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn, TextIO
 
@@ -28,34 +27,6 @@ def prepare_output(path: str) -> None:
     except OSError:
         pass  # check_output_path says what is wrong with the path
     check_output_path(path)
-
-
-class ProgressBar:
-    """A one-line bar on stderr, redrawn at most 10 times a second; stdout is never touched."""
-
-    def __init__(self, total: int, unit: str, stream: TextIO | None = None) -> None:
-        self.total, self.done, self.unit = max(total, 1), 0, unit
-        self.stream = stream or sys.stderr
-        self._last = 0.0
-
-    def advance(self, label: str = "", steps: int = 1) -> None:
-        self.done = min(self.total, self.done + steps)
-        now = time.monotonic()
-        if now - self._last >= 0.1 or self.done == self.total:
-            self._last = now
-            filled = int(30 * self.done / self.total)
-            self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {self.unit} "
-                              f"{label[:48]:<48}")
-            self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
-
-
-def wants_progress(setting: bool | None) -> bool:
-    """An explicit --progress/--noprogress wins; otherwise show the bar only when stderr is a terminal."""
-    return sys.stderr.isatty() if setting is None else setting
 
 
 EXIT_INTERRUPTED = 130

@@ -20,12 +20,11 @@ from compat.apps._common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
-    ProgressBar,
     prepare_output,
     run_app,
-    wants_progress,
 )
 from compat.apps._output import OutputError, write_output
+from compat.apps._progress import Progress, progress_on_stderr
 from compat.audit import RULES, audit_paths
 from compat.audit.engine import AuditReport
 from compat.audit.findings import FileResult
@@ -66,16 +65,16 @@ FLAGS = flags.FLAGS
 EXIT_CLEAN = EXIT_OK
 
 
-class _ProgressBar(ProgressBar):
+class _FileProgress:
     """Counts files and findings as the audit streams them."""
 
-    def __init__(self, total: int) -> None:
-        super().__init__(total, "files")
-        self.findings = 0
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress, self.findings = progress, 0
+        progress.start(total, "files")
 
     def __call__(self, result: FileResult) -> None:
         self.findings += len(result.findings)
-        self.advance(f"{self.findings} findings")
+        self.progress.advance(f"{self.findings} findings")
 
 
 def _excludes(values: Sequence[str]) -> list[str]:
@@ -104,16 +103,19 @@ def main(argv: Sequence[str]) -> int:
             sys.stderr.write(f"compat-audit: {e}\n")
             return EXIT_USAGE
     excludes = _excludes(_EXCLUDE.value)
-    show_progress = wants_progress(_PROGRESS.value)
     default_excludes = _DEFAULT_EXCLUDES.value
-    bar = (_ProgressBar(sum(1 for _ in iter_python_files(paths, excludes, default_excludes=default_excludes)))
-           if show_progress else None)
-    report: AuditReport = audit_paths(
-        paths, excludes=excludes, default_excludes=default_excludes, jobs=_JOBS.value or None, strict=_STRICT.value,
-        max_file_bytes=_MAX_FILE_BYTES.value, max_parse_bytes=_MAX_PARSE_BYTES.value, on_file=bar,
-    )
-    if bar is not None:
-        bar.close()
+    progress = progress_on_stderr("compat-audit", _PROGRESS.value, lines_by_default=False)
+    try:
+        on_file = (_FileProgress(progress, sum(1 for _ in iter_python_files(
+            paths, excludes, default_excludes=default_excludes))) if progress else None)
+        report: AuditReport = audit_paths(
+            paths, excludes=excludes, default_excludes=default_excludes, jobs=_JOBS.value or None,
+            strict=_STRICT.value, max_file_bytes=_MAX_FILE_BYTES.value, max_parse_bytes=_MAX_PARSE_BYTES.value,
+            on_file=on_file,
+        )
+    finally:
+        if progress:
+            progress.close()
     text = render(report, _FORMAT.value, RenderOptions(base_dir=os.getcwd(), suggestions=_SUGGESTIONS.value))
     if _OUTPUT.value is not None:
         try:

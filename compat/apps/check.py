@@ -19,15 +19,14 @@ from absl import app, flags, logging
 from compat._exit_guard import exits_raised
 from compat.apps._common import (
     EXIT_USAGE,
-    ProgressBar,
     import_tensorflow_quietly,
     prepare_output,
     run_app,
     stdout_kept_for_report,
     tensorflow_chatter_wanted,
-    wants_progress,
 )
 from compat.apps._output import write_output
+from compat.apps._progress import Progress, progress_on_stderr
 from compat.checker import DEFAULT_REFERENCE
 
 if TYPE_CHECKING:
@@ -50,7 +49,9 @@ FORMAT = flags.DEFINE_enum("format", "table", _FORMATS, "Report format.")
 OUTPUT = flags.DEFINE_string(
     "output", None, "Write the report to this file instead of stdout: checked before the run; a regular file is "
     "replaced atomically, a device or FIFO written as it is, a symlink's target replaced.")
-PROGRESS = flags.DEFINE_bool("progress", None, "Show a progress bar on stderr (default: when it is a terminal).")
+PROGRESS = flags.DEFINE_bool(
+    "progress", None, "Progress on stderr: a bar with elapsed time and ETA on a terminal, else a line per phase "
+    "and every 10 s (the default); --noprogress shows none.")
 MAX_ARRAY_ELEMENTS = flags.DEFINE_integer(
     "max_array_elements", None, "JSON and HTML embed arrays of at most this many elements and summarise larger "
     "ones (shape, dtype, min/max/mean, first values, sha256); 0 embeds every array. Default: 1000.",
@@ -61,6 +62,10 @@ SHOW = flags.DEFINE_enum(
 ONLY_DIFFERENCES = flags.DEFINE_bool(
     "only_differences", False, "Leave out scenarios where every variant agrees with its reference (table, "
     "markdown; the HTML page starts with its filter ticked).")
+DETAILS = flags.DEFINE_bool(
+    "details", False, "table: print every section of the report (each spec's symbol matrix, every upstream "
+    "received, every pitfall and error) instead of the one-screen summary. Reports written with --output, and "
+    "--show=upstream, --only_differences and --quiet, are whole views already.")
 QUIET = flags.DEFINE_bool("quiet", False, "For CI: print only the verdict and the unexpected cells (table, markdown).")
 LOSS = flags.DEFINE_string(
     "loss", None, "Your own downstream, run as the scenario `custom`: a Python expression in y (the first output) "
@@ -71,7 +76,9 @@ JOBS = flags.DEFINE_integer(
     "jobs", None, "Worker processes running the specs (each imports TensorFlow once; the report is the same as "
     "with one). Default: the CPUs this process may use; 1 runs everything in this process, as before.",
     lower_bound=1)
-LIST = flags.DEFINE_bool("list", False, "List catalogue specs, scenarios, variants and dtypes, then exit.")
+LIST = flags.DEFINE_bool(
+    "list", False, "List the specs (those --specs names, else the catalogue), scenarios, variants and dtypes, then "
+    "exit.")
 
 
 def _usage_error(message: str) -> app.UsageError:
@@ -79,14 +86,12 @@ def _usage_error(message: str) -> app.UsageError:
 
 
 def _listing() -> str:
-    from compat.catalogue import CATALOGUE, FORMS, FORMS_GROUP
+    """The specs `--specs` names (default: the catalogue and its opt-in specs), scenarios, variants, dtypes."""
     from compat.dtypes import DTYPES
     from compat.scenarios import SCENARIOS
     from compat.variants import DISTRIBUTED_VARIANTS, NATIVE_VARIANTS, VARIANTS
 
-    lines = ["specs (catalogue):"] + [f"  {name}: {factory().description}" for name, factory in CATALOGUE.items()]
-    lines += [f"opt-in specs (run when named, `--specs={FORMS_GROUP}` for all):"]
-    lines += [f"  {name}: {factory().description}" for name, factory in FORMS.items()]
+    lines = _spec_listing()
     lines += ["scenarios:"] + [f"  {name}: {scenario.description}" for name, scenario in SCENARIOS.items()]
     lines += ["  custom: your own loss, given with --loss"]
     lines += ["variants (* = native):"] + [f"  {'*' if v in NATIVE_VARIANTS else ' '} {v}" for v in VARIANTS]
@@ -96,18 +101,40 @@ def _listing() -> str:
     return "\n".join(lines) + "\n"
 
 
-class _CheckProgress:
-    """Adapts the checker's progress callback to the shared progress bar."""
+def _spec_listing() -> list[str]:
+    from compat.catalogue import CATALOGUE, FORMS, FORMS_GROUP
 
-    def __init__(self) -> None:
-        self.bar: ProgressBar | None = None
+    if SPECS.value:
+        from compat.loading import SpecLoadError, load_specs
+
+        try:
+            with exits_raised():
+                specs = load_specs(SPECS.value)
+        except SpecLoadError as exc:
+            raise _usage_error(str(exc)) from None
+        return [f"specs (--specs={','.join(SPECS.value)}):"] + [
+            f"  {spec.name}: {spec.description}" if spec.description else f"  {spec.name}" for spec in specs]
+    lines = ["specs (catalogue):"] + [f"  {name}: {factory().description}" for name, factory in CATALOGUE.items()]
+    lines += [f"opt-in specs (run when named, `--specs={FORMS_GROUP}` for all):"]
+    return lines + [f"  {name}: {factory().description}" for name, factory in FORMS.items()]
+
+
+class _CheckProgress:
+    """Adapts the checker's progress callback, `(done, total, label)`, to the app's progress display."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress, self.done = progress, 0
+        self.total: int | None = None
 
     def __call__(self, done: int, total: int, label: str) -> None:
-        if self.bar is None:
-            self.bar = ProgressBar(total, "spec x dtype")
-        self.bar.advance(label, steps=done - self.bar.done)
-        if done == total:
-            self.bar.close()
+        if self.total is None:
+            self.total = total
+            self.progress.start(total, "spec x dtype")
+        if done == 0:
+            self.progress.phase(label)
+        elif done > self.done:
+            self.progress.advance(label, steps=done - self.done)
+            self.done = done
 
 
 def main(argv: list[str]) -> int:
@@ -115,6 +142,17 @@ def main(argv: list[str]) -> int:
         raise _usage_error(f"unexpected arguments {argv[1:]}; use --specs=... to name specs")
     if OUTPUT.value:
         prepare_output(OUTPUT.value)
+    progress = None if LIST.value else progress_on_stderr("compat-check", PROGRESS.value)
+    try:
+        return _check(progress)
+    finally:
+        if progress:
+            progress.close()
+
+
+def _check(progress: Progress | None) -> int:
+    if progress:
+        progress.phase("importing TensorFlow")
     import_tensorflow_quietly()
     if _wants_mirrored(VARIANTS.value or ()):
         from compat.distribute import use_logical_cpus
@@ -126,7 +164,9 @@ def main(argv: list[str]) -> int:
             return 0
         view = _view()
         with exits_raised():  # os._exit in user code here (a --loss file, a spec, --jobs=1) is no silent pass
-            report = _run_check()
+            report = _run_check(progress)
+        if progress:
+            progress.close()  # the bar is gone before the report is printed on the same terminal
         from compat.reports import render
         from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS
 
@@ -157,11 +197,14 @@ def _view() -> View:
         raise _usage_error(f"{' and '.join(text_only)} applies to --format=table or markdown, not {FORMAT.value}")
     if ONLY_DIFFERENCES.value and FORMAT.value == "json":
         raise _usage_error("--only_differences applies to table, markdown and html; JSON is always whole")
+    if DETAILS.value and FORMAT.value != "table":
+        raise _usage_error(f"--details applies to --format=table; {FORMAT.value} reports are always whole")
+    whole = DETAILS.value or bool(OUTPUT.value) or ONLY_DIFFERENCES.value or SHOW.value == "upstream"
     return View(show="upstream" if SHOW.value == "upstream" else "all", only_differences=ONLY_DIFFERENCES.value,
-                quiet=QUIET.value)
+                quiet=QUIET.value, summary=not whole)
 
 
-def _run_check() -> CheckReport:
+def _run_check(progress: Progress | None) -> CheckReport:
     """Load the specs and run the matrix; any user code that runs here may print, but not to the report."""
     from compat.apps._loss import LossError, try_loss
     from compat.apps._names import check_names
@@ -175,16 +218,18 @@ def _run_check() -> CheckReport:
         raise _usage_error(str(exc)) from None
     request = CheckRequest(tuple(SPECS.value) if SPECS.value else None,
                            tuple(SCENARIOS.value) if SCENARIOS.value else None, LOSS.value or None)
+    if progress:
+        progress.phase("loading specs")
     try:
         specs, scenarios, loss = request.load()
         if loss is not None:
             try_loss(request.loss or "", loss, specs)
     except (SpecLoadError, LossError) as exc:
         raise _usage_error(str(exc)) from None
-    progress = _CheckProgress() if wants_progress(PROGRESS.value) else None
     try:
         return check_in_workers(request, dtypes=DTYPES.value, variants=VARIANTS.value, reference=REFERENCE.value,
-                                jobs=JOBS.value, progress=progress, quiet_import=not tensorflow_chatter_wanted(),
+                                jobs=JOBS.value, progress=_CheckProgress(progress) if progress else None,
+                                quiet_import=not tensorflow_chatter_wanted(),
                                 loaded=(specs, scenarios))
     except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
         raise _usage_error(str(exc)) from None

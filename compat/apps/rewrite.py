@@ -29,11 +29,10 @@ from compat.apps._common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
-    ProgressBar,
     import_tensorflow_quietly,
     run_app,
-    wants_progress,
 )
+from compat.apps._progress import progress_on_stderr
 from compat.audit.findings import display_path
 from compat.audit.walker import DEFAULT_EXCLUDES_HELP
 from compat.rewrite import STATUSES, FileResult, rewrite_paths
@@ -247,15 +246,17 @@ def _rewrite(paths: list[str], excluded: list[str]) -> list[FileResult]:
     """Every file's result; directories the default excludes kept the walk out of are added to `excluded`."""
     excludes = [p.strip() for value in _EXCLUDE.value for p in value.split(",") if p.strip()]
     defaults = _DEFAULT_EXCLUDES.value
-    bar = (ProgressBar(sum(1 for _ in _files(paths, excludes, default_excludes=defaults)), "files")
-           if wants_progress(_PROGRESS.value) else None)
-    results = list(rewrite_paths(paths, in_place=_IN_PLACE.value and not _VERIFY.value, excludes=excludes,
-                                 default_excludes=defaults, max_file_bytes=_MAX_FILE_BYTES.value,
-                                 on_file=(lambda r: bar.advance(r.path)) if bar else None,
-                                 on_default_excluded=excluded.append))
-    if bar is not None:
-        bar.close()
-    return results
+    progress = progress_on_stderr("compat-rewrite", _PROGRESS.value, lines_by_default=False)
+    try:
+        if progress:
+            progress.start(sum(1 for _ in _files(paths, excludes, default_excludes=defaults)), "files")
+        return list(rewrite_paths(paths, in_place=_IN_PLACE.value and not _VERIFY.value, excludes=excludes,
+                                  default_excludes=defaults, max_file_bytes=_MAX_FILE_BYTES.value,
+                                  on_file=(lambda r: progress.advance(r.path)) if progress else None,
+                                  on_default_excluded=excluded.append))
+    finally:
+        if progress:
+            progress.close()
 
 
 def _write_json(results: Sequence[FileResult], summary: dict[str, Any], verified: dict[str, Any],

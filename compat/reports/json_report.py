@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -204,7 +205,8 @@ def array_summary(value: np.ndarray) -> dict[str, Any]:
     contiguous = np.ascontiguousarray(value)
     numeric = contiguous.dtype.kind in "biuf" or contiguous.dtype.name == "bfloat16"
     wide = contiguous.astype(np.float64) if numeric else None
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN array's min/max/mean are NaN: say nothing
         stats = {name: (None if wide is None or not wide.size else number(getattr(np, f"nan{name}")(wide)))
                  for name in ("min", "max", "mean")}
     return {

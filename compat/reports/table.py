@@ -35,6 +35,10 @@ TAPE_CONTEXTS: tuple[str, ...] = tuple(name for name, context in CONTEXTS.items(
 
 
 def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS, view: View = FULL) -> str:
+    if view.summary and not view.quiet:
+        from compat.reports import summary
+
+        return summary.render(report)
     if view.quiet:
         lines = _section("Unexpected differences in native variants", _unexpected_lines(report), "  none")
         return "\n".join([*lines, "", verdict(report)]) + "\n"

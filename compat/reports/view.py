@@ -16,11 +16,14 @@ class View:
       show: `all`, or `upstream` for only "What your gradient function received".
       only_differences: leave out matrix rows, specs and received scenes where every variant agrees.
       quiet: only the verdict and the unexpected cells (for CI logs).
+      summary: the table format's one-screen answer (compat-check's default on the terminal) instead of every
+        section; markdown ignores it.
     """
 
     show: Show = "all"
     only_differences: bool = False
     quiet: bool = False
+    summary: bool = False
 
 
 FULL = View()

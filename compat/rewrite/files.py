@@ -7,12 +7,13 @@ import io
 import os
 import stat
 import tokenize
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import libcst as cst
 
 from compat.audit import token_scan
 from compat.audit.walker import iter_python_files
+from compat.rewrite import tree
 from compat.rewrite.engine import rewrite_source
 from compat.rewrite.replace import Snapshot, replace
 from compat.rewrite.result import PATTERNS, FileResult, Site, Status
@@ -67,8 +68,12 @@ def _decode(data: bytes) -> tuple[str, str] | str:
         return f"cannot decode source: {e}; save it as UTF-8 (or declare its coding) and run again"
 
 
-def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileResult:
-    """Rewrite one file; never raises for a bad file: the result says `skipped` or `failed` with the reason."""
+def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+                 registry: Mapping[str, list[tree.Registered]] | None = None) -> FileResult:
+    """Rewrite one file; never raises for a bad file: the result says `skipped` or `failed` with the reason.
+
+    `registry`: the gradients the other files of the tree register (`tree.index`), for maps using them.
+    """
     read = _read(path, max_file_bytes)
     if isinstance(read, FileResult):
         return read
@@ -78,7 +83,7 @@ def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEF
         return FileResult(path, "failed", decoded)
     text, encoding = decoded
     try:
-        result = rewrite_source(text, path)
+        result = rewrite_source(text, path) if registry is None else tree.rewrite_in_tree(text, path, registry)
     except cst.ParserSyntaxError as e:
         return _unparsable(path, text, f"syntax error at line {e.raw_line}: {e.message}; not touched")
     except RecursionError:
@@ -148,6 +153,15 @@ def _files(paths: Iterable[str], excludes: Iterable[str], *, default_excludes: b
             yield root
 
 
+def _texts(files: Iterable[str], max_file_bytes: int) -> Iterator[tuple[str, str]]:
+    """(path, text) of each file that reads and decodes, for the tree's index of registered gradients."""
+    for path in files:
+        read = _read(path, max_file_bytes)
+        decoded = _decode(read[0]) if not isinstance(read, FileResult) else "unreadable"
+        if not isinstance(decoded, str):
+            yield path, decoded[0]
+
+
 def rewrite_paths(
     paths: Iterable[str], *, in_place: bool = False, excludes: Iterable[str] = (), default_excludes: bool = True,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, on_file: Callable[[FileResult], None] | None = None,
@@ -157,10 +171,13 @@ def rewrite_paths(
 
     With `default_excludes`, virtualenvs, installed packages, version control and build directories found under
     a directory are not entered (`compat.audit.walker.DEFAULT_EXCLUDES`; each is passed to
-    `on_default_excluded`); a path given in `paths` is always rewritten.
+    `on_default_excluded`); a path given in `paths` is always rewritten. A map using a gradient registered in
+    another file of `paths` is rewritten with it where that is provably the same function (`compat.rewrite.tree`).
     """
-    for path in _files(paths, excludes, default_excludes=default_excludes, on_default_excluded=on_default_excluded):
-        result = rewrite_file(path, in_place=in_place, max_file_bytes=max_file_bytes)
+    files = list(_files(paths, excludes, default_excludes=default_excludes, on_default_excluded=on_default_excluded))
+    registry = tree.index(_texts(files, max_file_bytes))
+    for path in files:
+        result = rewrite_file(path, in_place=in_place, max_file_bytes=max_file_bytes, registry=registry)
         if on_file is not None:
             on_file(result)
         yield result

@@ -77,6 +77,28 @@ def test_list_prints_the_registries(tmp_path, capsys):
     assert "scaled_ste" in out and "second_order" in out and "* custom_gradient@eager_tape" in out
 
 
+def test_list_with_a_spec_file_lists_that_files_specs(tmp_path, capsys):
+    spec_file = tmp_path / "two_ops.py"
+    spec_file.write_text(textwrap.dedent('''
+        import numpy as np
+        import tensorflow as tf
+        import compat
+
+        def _spec(name, description):
+            return compat.GradientSpec(name, tf.identity, lambda i, o, u: [u[0]], [np.ones(2, np.float32)],
+                                       description=description)
+
+        SPECS = [_spec("halve", "halves the upstream"), _spec("plain", "")]
+        print("a spec file that prints")
+    '''))
+    assert run_check(tmp_path, f"--specs={spec_file}:SPECS", "--list") == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"specs (--specs={spec_file}:SPECS):\n  halve: halves the upstream\n  plain\nscenarios:")
+    assert "scaled_ste" not in out and "a spec file that prints" not in out
+    with pytest.raises(app.UsageError, match="missing.py"):
+        run_check(tmp_path, "--specs=missing.py:X", "--list")
+
+
 def test_console_module_exit_code_2_and_help_lists_flags(tmp_path):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     bad = subprocess.run([sys.executable, "-m", "compat.apps.check", "--specs=missing.py:X"], capture_output=True,
@@ -349,3 +371,29 @@ def _processes_in(group):
             except OSError:
                 pass
     return found
+
+
+
+def test_on_a_terminal_the_bar_shows_elapsed_time_and_eta_and_is_gone_before_the_report(tmp_path):
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "compat.apps.check", "--specs=scaled_ste", "--scenarios=sum", "--jobs=1",
+         "--variants=custom_gradient@eager_tape"], stdin=follower, stdout=follower, stderr=follower, cwd=tmp_path,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "COLUMNS": "120"})
+    os.close(follower)
+    chunks = []
+    try:
+        while chunk := os.read(leader, 65536):
+            chunks.append(chunk)
+    except OSError:  # the terminal closed with the process
+        pass
+    finally:
+        os.close(leader)
+    assert process.wait(timeout=300) == 0
+    screen = b"".join(chunks).decode(errors="replace")
+    bar, _, report = screen.rpartition("\x1b[?25h")  # rich shows the cursor again when the bar stops
+    assert "importing TensorFlow" in bar and "1/1" in bar and "spec x dtype" in bar and "eta" in bar
+    assert report.lstrip().startswith("compat-check: TensorFlow") and "OK: every native variant agrees" in report
+    assert "━" not in report

@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from compat.apps._common import ProgressBar, prepare_output
+from compat.apps._common import prepare_output
 from compat.apps._output import OutputError, write_output
 
 
@@ -29,18 +29,6 @@ def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
         write_output(str(target), "bad \udcff surrogate")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.txt"]
-
-
-def test_progress_bar_writes_only_to_its_stream(capsys):
-    import io
-
-    stream = io.StringIO()
-    bar = ProgressBar(4, "files", stream)
-    for _ in range(4):
-        bar.advance("x")
-    bar.close()
-    assert "4/4 files" in stream.getvalue()
-    assert capsys.readouterr() == ("", "")
 
 
 def test_unwritable_output_is_refused_before_anything_runs(tmp_path):

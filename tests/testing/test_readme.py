@@ -34,3 +34,16 @@ def test_the_absl_example_passes(pytester):
     assert suite.countTestCases() == len(compat.NATIVE_VARIANTS) + 1
     result = unittest.TextTestRunner(stream=open("/dev/null", "w"), verbosity=0).run(suite)  # noqa: SIM115
     assert result.wasSuccessful(), result.failures + result.errors
+
+
+def test_the_api_example_raises_on_an_indexed_slices_upstream_as_the_readme_warns():
+    [block] = [b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+               if b.startswith("import numpy as np\nimport tensorflow as tf\nimport compat\n")]
+    namespace: dict = {}
+    exec(block.split("\nfor result in")[0], namespace)  # the spec, without the example's run of every variant
+    import tensorflow as tf
+
+    (result,) = compat.run(namespace["spec"], loss=lambda y: tf.reduce_sum(tf.gather(y, [0, 2])),
+                           variants=["custom_gradient@eager_tape"])
+    assert result.status == "error"
+    assert "unsupported operand type(s) for *: 'float' and 'IndexedSlices'" in result.message
