@@ -108,6 +108,11 @@ def _locate(ctx: ModuleContext, site: DefunSite) -> bool:
     target = assign.targets[0].target
     assert isinstance(statement, cst.SimpleStatementLine) and isinstance(target, cst.Name)
     site.applied, site.name, site.binding = statement, target.value, target
+    if isinstance(wrapped, cst.Name) and wrapped.value == site.name:
+        site.refuse(f"`{site.name} = Defun(...)({site.name})` rebinds the function it wraps: rename the function "
+                    f"(`def {site.name}_forward`, `{site.name} = Defun(...)({site.name}_forward)`) and run again, or "
+                    "rewrite by hand")
+        return False
     assignment = ctx.single_assignment(wrapped) if isinstance(wrapped, cst.Name) else None
     fn = assignment.node if assignment is not None else None
     if not isinstance(fn, cst.FunctionDef) or fn.decorators or fn.asynchronous:

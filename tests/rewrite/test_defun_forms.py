@@ -221,6 +221,15 @@ def test_a_defun_applied_as_a_call_becomes_a_function_calling_the_wrapped_one() 
         def _bwd(op, dy):
             return dy
 
+        def f(x):
+            return x
+
+        f = function.Defun(tf.float32, python_grad_func=_bwd)(f)
+        """, "`f = Defun(...)(f)` rebinds the function it wraps: rename the function (`def f_forward`"),
+    ("""
+        def _bwd(op, dy):
+            return dy
+
         def _fwd(x):
             if x is None:
                 return
