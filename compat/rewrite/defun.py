@@ -147,6 +147,11 @@ def _analyse(ctx: ModuleContext, site: DefunSite, python: bool) -> None:
             or (dtypes and not any(a.star for a in dtypes) and len(dtypes) != len(params.params))):
         site.refuse(f"`{name}` does not declare one dtype per plain parameter: rewrite by hand")
         return
+    alias = ctx.tf_alias()
+    if alias is not None and alias in {*site.bound, *(assigned_names(fn.body) if site.applied is None else ())}:
+        site.refuse(f"`{fn.name.value}` binds `{alias}` itself, hiding TensorFlow from the code the rewrite puts in "
+                    "it: rename it, or rewrite by hand")
+        return
     if site.applied is None:
         final = _final_return(ctx, site)
     else:

@@ -501,3 +501,26 @@ def test_one_output_returned_in_a_sequence_is_the_tensor_itself_like_tf1(runner,
     _assert_equivalent(runner, tmp_path, "sequences", _module(SEQUENCES),
                        {name: [("float32", [5])] for name in ("one_in_a_list", "two_in_a_list")}
                        | {"model": [("float32", [5]), ("float32", [5])]})
+
+
+@pytest.mark.parametrize("forward", [
+    """
+    @function.Defun(tf.float32, python_grad_func=lambda op, dy: dy, shape_func=lambda op: [op.inputs[0].get_shape()])
+    def f(tf):
+        return tf * 2.0
+    """,
+    """
+    @function.Defun(tf.float32, tf.float32)
+    def _g(x, dy):
+        return dy
+
+    @function.Defun(tf.float32, grad_func=_g)
+    def f(x):
+        tf = x * 2.0
+        return tf
+    """,
+])
+def test_a_forward_binding_the_tensorflow_alias_is_left_with_a_todo(runner, forward: str) -> None:
+    # The rewrite reads tf.ensure_shape / tf.convert_to_tensor inside the forward, where `tf` is the forward's own.
+    reasons = runner.todo_reasons(_module(forward))
+    assert any(r.startswith("`f` binds `tf` itself") for r in reasons), reasons
