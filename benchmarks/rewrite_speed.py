@@ -5,8 +5,9 @@ Run: `python benchmarks/rewrite_speed.py [--sizes=30,100,250,1000] [--repeats=3]
 Each module is generated deterministically (`legacy_module`): units of realistic legacy code, each with a
 `RegisterGradient` function and the `gradient_override_map` block using it, a built-in `"Identity"` override,
 a per-call gradient-reversal registration (tf-dann's FlipGradientBuilder), `Defun(grad_func=...)`,
-`Defun(python_grad_func=...)`, a `Defun` with `shape_func` (left as a TODO) and plain model code (a layer class,
-a numpy initialiser), until the module reaches the size. For each size, alternating which runs first:
+`Defun(python_grad_func=...)`, a `Defun` with `shape_func`, a `Defun` called with `name=` (left as a TODO) and
+plain model code (a layer class, a numpy initialiser), until the module reaches the size. For each size,
+alternating which runs first:
 - *app*: `compat-rewrite --format=json FILE` in a child process (`_measure`: wall and CPU seconds, peak RSS);
   with `--diff`, `compat-rewrite FILE`, whose default output is a unified diff of the file;
 - *floor*: a child process that only reads the file, parses it with LibCST and resolves, once, the metadata the
@@ -119,6 +120,19 @@ def guided_relu_{i}(x):
 @function.Defun(tf.float32, shape_func=lambda op: [op.inputs[0].get_shape()], python_grad_func=lambda op, dy: dy)
 def shaped_identity_{i}(x):
     return tf.identity(x)
+
+
+def _scale_gradient_backward_{i}(unused_op, grad):
+    return grad * SCALE_{i}
+
+
+@function.Defun(tf.float32, python_grad_func=_scale_gradient_backward_{i}, func_name="ScaleGradient{i}")
+def scale_gradient_forward_{i}(x):
+    return x
+
+
+def scale_gradient_{i}(x, name="scale_gradient_{i}"):
+    return scale_gradient_forward_{i}(x, name=name)
 
 
 class Block{i}(object):

@@ -48,6 +48,9 @@ _EXPORTS: dict[str, str] = {
     "rewrite_source": "compat.rewrite",
     "rewrite_file": "compat.rewrite",
     "rewrite_paths": "compat.rewrite",
+    "override_gradients": "compat.gradient_override",
+    "GradientOverride": "compat.gradient_override",
+    "GradientOverrideError": "compat.gradient_override",
 }
 
 _SUBMODULES = ("testing", "audit", "reports", "rewrite", "verify")

@@ -118,7 +118,7 @@ class TerminalProgress:
             TimeRemainingColumn,
         )
 
-        self._bar = Progress(TextColumn("{task.description:<40.40}"), BarColumn(), MofNCompleteColumn(),
+        self._bar = Progress(TextColumn("{task.description:<28.28}"), BarColumn(), MofNCompleteColumn(),
                              TextColumn("{task.fields[unit]}"), TimeElapsedColumn(), TextColumn("eta"),
                              TimeRemainingColumn(), console=Console(file=stream), transient=False,
                              redirect_stdout=False, redirect_stderr=False)

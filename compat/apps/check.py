@@ -165,6 +165,8 @@ def _check(progress: Progress | None) -> int:
         view = _view()
         with exits_raised():  # os._exit in user code here (a --loss file, a spec, --jobs=1) is no silent pass
             report = _run_check(progress)
+        if progress:
+            progress.close()  # the bar is gone before the report is printed on the same terminal
         from compat.reports import render
         from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS
 

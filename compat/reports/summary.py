@@ -59,11 +59,16 @@ def _header(report: CheckReport) -> list[str]:
     native = [c for c in report.cells if c.native]
     cross = [c for c in report.cells if not c.native]
     return [
-        f"compat-check: TensorFlow {report.tensorflow}; {len(report.specs)} specs x {len(report.scenarios)} "
-        f"scenarios x {len(report.variants)} variants ({', '.join(report.dtypes)}), reference {report.reference}",
+        f"compat-check: TensorFlow {report.tensorflow}; {_count(report.specs, 'spec')} x "
+        f"{_count(report.scenarios, 'scenario')} x {_count(report.variants, 'variant')} "
+        f"({', '.join(report.dtypes)}), reference {report.reference}",
         f"  native cells {len(native)}: {counts_text(native)}",
         f"  cross cells {len(cross)}: {counts_text(cross)}",
     ]
+
+
+def _count(items: Sequence[str], noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
 def upstream_word(upstreams: Sequence[Upstream]) -> str:

@@ -7,13 +7,14 @@ import io
 import os
 import stat
 import tokenize
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import libcst as cst
 
 from compat.audit import token_scan
 from compat.audit.engine import audit_file
 from compat.audit.walker import iter_python_files
+from compat.rewrite import tree
 from compat.rewrite.engine import rewrite_source
 from compat.rewrite.kept import TreeFacts
 from compat.rewrite.replace import Snapshot, replace
@@ -70,10 +71,12 @@ def _decode(data: bytes) -> tuple[str, str] | str:
 
 
 def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-                 tree: TreeFacts | None = None) -> FileResult:
+                 registry: Mapping[str, list[tree.Registered]] | None = None,
+                 facts: TreeFacts | None = None) -> FileResult:
     """Rewrite one file; never raises for a bad file: the result says `skipped` or `failed` with the reason.
 
-    `tree`: what the files rewritten with it say (see `rewrite_source`); without it, this file alone.
+    `registry`: the gradients the other files of the tree register (`tree.index`), for maps using them.
+    `facts`: what the files rewritten with it say (see `rewrite_source`'s `tree`); without it, this file alone.
     """
     read = _read(path, max_file_bytes)
     if isinstance(read, FileResult):
@@ -84,7 +87,8 @@ def rewrite_file(path: str, *, in_place: bool = False, max_file_bytes: int = DEF
         return FileResult(path, "failed", decoded)
     text, encoding = decoded
     try:
-        result = rewrite_source(text, path, tree)
+        result = (rewrite_source(text, path, facts) if registry is None
+                  else tree.rewrite_in_tree(text, path, registry, facts))
     except cst.ParserSyntaxError as e:
         return _unparsable(path, text, f"syntax error at line {e.raw_line}: {e.message}; not touched")
     except RecursionError:
@@ -154,6 +158,15 @@ def _files(paths: Iterable[str], excludes: Iterable[str], *, default_excludes: b
             yield root
 
 
+def _texts(files: Iterable[str], max_file_bytes: int) -> Iterator[tuple[str, str]]:
+    """(path, text) of each file that reads and decodes, for the tree's index of registered gradients."""
+    for path in files:
+        read = _read(path, max_file_bytes)
+        decoded = _decode(read[0]) if not isinstance(read, FileResult) else "unreadable"
+        if not isinstance(decoded, str):
+            yield path, decoded[0]
+
+
 def rewrite_paths(
     paths: Iterable[str], *, in_place: bool = False, excludes: Iterable[str] = (), default_excludes: bool = True,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, on_file: Callable[[FileResult], None] | None = None,
@@ -163,14 +176,17 @@ def rewrite_paths(
 
     With `default_excludes`, virtualenvs, installed packages, version control and build directories found under
     a directory are not entered (`compat.audit.walker.DEFAULT_EXCLUDES`; each is passed to
-    `on_default_excluded`); a path given in `paths` is always rewritten.
+    `on_default_excluded`); a path given in `paths` is always rewritten. A map using a gradient registered in
+    another file of `paths` is rewritten with it where that is provably the same function (`compat.rewrite.tree`).
     """
     files = list(_files(paths, excludes, default_excludes=default_excludes, on_default_excluded=on_default_excluded))
+    registry = tree.index(_texts(files, max_file_bytes))
     # A gradient one file registers may be used by an override map in another: a registration is only `kept`
     # when no map in any of the files uses it (the audit's tree-wide GC003 note).
-    tree = TreeFacts.of(audit_file(path, max_file_bytes=max_file_bytes) for path in files if os.path.isfile(path))
+    facts = TreeFacts.of(audit_file(path, max_file_bytes=max_file_bytes) for path in files if os.path.isfile(path))
     for path in files:
-        result = rewrite_file(path, in_place=in_place, max_file_bytes=max_file_bytes, tree=tree)
+        result = rewrite_file(path, in_place=in_place, max_file_bytes=max_file_bytes, registry=registry,
+                              facts=facts)
         if on_file is not None:
             on_file(result)
         yield result

@@ -146,8 +146,41 @@ def _check_graph(ctx: ModuleContext, call: cst.Call, nest: OverrideNest) -> None
                                 f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
                                 "graph the ops are built in, then use a @tf.custom_gradient by hand")
             return
+    if isinstance(graph, cst.Name) and _entered_as_default(ctx, graph, call, nest):
+        return
     nest.refuse(f"the map is entered on `{ctx.code(graph)}`, which the rewriter cannot prove is the graph the ops "
                 "are built in: rewrite the overridden ops as @tf.custom_gradient by hand")
+
+
+def _entered_as_default(ctx: ModuleContext, graph: cst.Name, map_call: cst.Call, nest: OverrideNest) -> bool:
+    """Whether the map is entered, in the same function, inside `with graph.as_default():` or `with
+    X.as_default() as graph:`, so `graph` is the default graph there (`nest` refused if another switch may
+    intervene)."""
+    binding = ctx.single_assignment(graph)
+    function = ctx.enclosing_function(map_call)
+    if binding is None or function is None:  # module level: `_graph_switch` searches functions only
+        return False
+    for with_node in (a for a in ctx.ancestors(map_call) if isinstance(a, cst.With)):
+        if ctx.enclosing_function(with_node) is not function:
+            return False
+        for item in with_node.items:
+            if not (isinstance(item.item, cst.Call) and isinstance(item.item.func, cst.Attribute)
+                    and item.item.func.attr.value == "as_default" and not item.item.args):
+                continue
+            entered = item.item.func.value
+            bound = item.asname.name if item.asname is not None else None
+            if (isinstance(bound, cst.Name) and binding.node is bound) or (
+                    isinstance(entered, cst.Name) and entered.value == graph.value
+                    and ctx.single_assignment(entered) is binding):
+                later = with_node.items[with_node.items.index(item) + 1:]
+                switch = next((ctx.code(i.item) for i in later if _switch_leaf(i.item)), None) or _graph_switch(
+                    ctx, item, map_call)
+                if switch is not None:
+                    nest.refuse(f"`{graph.value}` may not be the default graph where the map is entered "
+                                f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
+                                "graph the ops are built in, then use a @tf.custom_gradient by hand")
+                return True
+    return False
 
 
 _GRAPH_SWITCHES = frozenset({"as_default", "reset_default_graph", "__enter__", "__exit__"})
@@ -163,13 +196,9 @@ def _graph_switch(ctx: ModuleContext, handle: cst.CSTNode, map_call: cst.Call) -
     """
     function = ctx.enclosing_function(handle)
     for node in ctx.walk(function) if function is not None else ():
-        if not isinstance(node, cst.Call):
+        if not _switch_leaf(node):
             continue
-        func = node.func
-        leaf = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(
-            func, cst.Name) else None
-        if leaf not in _GRAPH_SWITCHES:
-            continue
+        assert isinstance(node, cst.Call)
         item = ctx.parent(node)
         with_node = ctx.parent(item) if isinstance(item, cst.WithItem) else None
         if isinstance(with_node, cst.With) and all(
@@ -177,6 +206,15 @@ def _graph_switch(ctx: ModuleContext, handle: cst.CSTNode, map_call: cst.Call) -
             continue
         return ctx.code(node)
     return None
+
+
+def _switch_leaf(node: cst.CSTNode) -> bool:
+    """A call whose name is one of `_GRAPH_SWITCHES` (`other.as_default()`, `tf.reset_default_graph()`)."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    leaf = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    return leaf in _GRAPH_SWITCHES
 
 
 def _static(ctx: ModuleContext, expr: cst.BaseExpression) -> bool:
@@ -273,7 +311,7 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
     if wrapper is None:
         nest.refuse(f"the override block calls `{ctx.code(call.func)}`, code the rewriter cannot see into, which "
                     f"may create ops of the overridden types ({', '.join(sorted(active))}): wrap each overridden "
-                    "op in a @tf.custom_gradient by hand")
+                    f"op in a @tf.custom_gradient by hand, or {_runtime_helper_hint(ctx, call, active, nest)}")
         return
     nest.seen += 1
     overridden = sorted(wrapper.op_types & set(active))
@@ -294,3 +332,33 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
     op_type = wrapper.single_op
     gradient, shown = active[op_type]
     nest.uses.append(OverrideUse(call, wrapper, op_type, gradient, shown, found[0], found[1], nest))
+
+
+def _runtime_helper_hint(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradKey, str]],
+                         nest: OverrideNest) -> str:
+    """How to keep the override with `compat.override_gradients`: a line replacing the block where it is one call."""
+    gradients = "{" + ", ".join(f'"{op_type}": {shown}' for op_type, (_, shown) in sorted(active.items())) + "}"
+    callee = ctx.code(call.func)
+    statement = ctx.parent(call)
+    body = nest.outer.body.body
+    if (len(nest.withs) > 1 or len(nest.outer.items) > 1 or len(body) != 1
+            or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1
+            or body[0].body[0] is not statement or not _one_target(statement)):
+        return (f"run the code that builds those ops (a function, or a model) through `compat.override_gradients("
+                f"fn_or_model, {gradients})` (`import compat`), which enters the map inside a tf.function, where TF2 "
+                "tapes honour it (README: compat.override_gradients)")
+    assert isinstance(statement, cst.Assign | cst.Return)
+    lead = "return " if isinstance(statement, cst.Return) else f"{ctx.code(statement.targets[0].target)} = "
+    args = ", ".join(ctx.code(a).strip().rstrip(",") for a in call.args)
+    line = f"`{lead}compat.override_gradients({callee}, {gradients})({args})`"
+    if ctx.public_path(call.func) is not None:  # a TensorFlow function: it returns tensors
+        return f"replace the whole `with` block (`import compat`) by {line}"
+    return (f"replace the whole `with` block (`import compat`) by {line} if `{callee}` builds the ops from its "
+            f"arguments, or by `{lead}compat.override_gradients({callee}({args}), {gradients})` if it returns a "
+            "model whose calls build them (Keras in TF2)")
+
+
+def _one_target(statement: cst.CSTNode | None) -> bool:
+    if isinstance(statement, cst.Return):
+        return True
+    return isinstance(statement, cst.Assign) and len(statement.targets) == 1

@@ -372,3 +372,28 @@ def _processes_in(group):
                 pass
     return found
 
+
+
+def test_on_a_terminal_the_bar_shows_elapsed_time_and_eta_and_is_gone_before_the_report(tmp_path):
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "compat.apps.check", "--specs=scaled_ste", "--scenarios=sum", "--jobs=1",
+         "--variants=custom_gradient@eager_tape"], stdin=follower, stdout=follower, stderr=follower, cwd=tmp_path,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "COLUMNS": "120"})
+    os.close(follower)
+    chunks = []
+    try:
+        while chunk := os.read(leader, 65536):
+            chunks.append(chunk)
+    except OSError:  # the terminal closed with the process
+        pass
+    finally:
+        os.close(leader)
+    assert process.wait(timeout=300) == 0
+    screen = b"".join(chunks).decode(errors="replace")
+    bar, _, report = screen.rpartition("\x1b[?25h")  # rich shows the cursor again when the bar stops
+    assert "importing TensorFlow" in bar and "1/1" in bar and "spec x dtype" in bar and "eta" in bar
+    assert report.lstrip().startswith("compat-check: TensorFlow") and "OK: every native variant agrees" in report
+    assert "━" not in report

@@ -36,7 +36,7 @@ def test_a_real_report_answers_in_a_screen_with_the_upstream_per_scenario(report
     text = render(report, "table", view=SUMMARY)
     lines = text.splitlines()
     assert len(lines) <= 25 and all(len(line) <= 2 * WIDTH for line in lines)
-    assert lines[0].startswith(f"compat-check: TensorFlow {report.tensorflow}; 1 specs x 3 scenarios x "
+    assert lines[0].startswith(f"compat-check: TensorFlow {report.tensorflow}; 1 spec x 3 scenarios x "
                                f"{len(report.variants)} variants (float32)")
     (scaled,) = [line for line in lines if line.lstrip().startswith("scaled_ste")]
     assert scaled.startswith("  scaled_ste: ones in sum; IndexedSlices in gather; varies in second_order")

@@ -74,7 +74,7 @@ AFTER = textwrap.dedent('''\
         y = tf.identity(x)
 
         def grad(dy):
-            return _half_bprop(x, dy)
+            return _half_bprop(x, tf.convert_to_tensor(dy))
 
         return y, grad
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
 import pytest
 
 from compat.rewrite import rewrite_source
@@ -171,3 +172,206 @@ def test_a_registered_gradient_rewrite_never_shadows_a_name_its_op_call_reads(ru
     legacy, rewritten = runner.load_pair(tmp_path, f"registered_{local}", source, result.text)
     found = runner.differences(legacy, rewritten, {"halved": [("float32", [3])]})
     assert not found, "\n".join(found)
+
+
+GUIDED_HELPER = """
+    import numpy as np
+    import tensorflow as tf
+
+    W = np.array([[1.0, -1.0, 0.5], [0.5, 1.0, -1.0], [-1.0, 0.5, 1.0]], np.float32)
+
+
+    @tf.RegisterGradient("{grad}")
+    def _guided_relu(op, grad):
+        return grad * tf.cast(grad > 0.0, grad.dtype) * tf.cast(op.outputs[0] > 0.0, grad.dtype)
+
+
+    def network(x, shift):
+        hidden = tf.nn.relu(tf.matmul(x, tf.constant(W)))
+        return tf.matmul(tf.nn.relu(hidden - shift), tf.constant(-W))
+
+
+    def saliency_input(x):
+        g = tf.get_default_graph()
+        with g.gradient_override_map({"Relu": "{grad}"}):
+            {statement}network(x, shift=0.5)
+    """
+
+
+def _guided_source(statement: str, grad: str) -> str:
+    source = textwrap.dedent(GUIDED_HELPER).lstrip().replace("{statement}", statement).replace("{grad}", grad)
+    return source + ("    return y\n" if statement == "y = " else "")
+
+
+def _pasted(runner, source: str, statement: str) -> str:
+    """`source` with its override block replaced by the line its TODO offers (a gradient name is registered once
+    per process, so each module registers its own)."""
+    [reason] = [r for r in runner.todo_reasons(source) if "cannot see into" in r]
+    line = reason.split("replace the whole `with` block (`import compat`) by `")[1].split("` if `network`")[0]
+    block = source[source.index("    g = tf.get_default_graph()"):]
+    tail = "    return y\n" if statement == "y = " else ""
+    return "import compat\n" + source.replace(block, f"    {line}\n{tail}")
+
+
+@pytest.mark.parametrize("statement", ["return ", "y = "])
+def test_the_line_a_todo_offers_for_code_the_rewriter_cannot_see_runs_like_tf1(runner, tmp_path,
+                                                                               statement: str) -> None:
+    """A map around a helper building a network: the TODO's `compat.override_gradients` line, pasted, is TF1."""
+    pytest.importorskip("tensorflow")
+    tag = "return" if statement == "return " else "assign"
+    legacy_source = _guided_source(statement, f"GuidedLegacy_{tag}")
+    legacy, rewritten = runner.load_pair(tmp_path, f"guided_{tag}", legacy_source,
+                                         _pasted(runner, _guided_source(statement, f"GuidedTF2_{tag}"), statement))
+    entries = {"saliency_input": [("float32", [4, 3])]}
+    assert not runner.differences(legacy, rewritten, entries)
+    plain = _guided_source(statement, f"GuidedPlain_{tag}").replace("g.gradient_override_map(", "tf.name_scope(")
+    plain = plain.replace(f'{{"Relu": "GuidedPlain_{tag}"}}', '"plain"')
+    plain = plain.replace("tf.get_default_graph", "tf.compat.v1.get_default_graph")
+    (tmp_path / f"plain_{tag}.py").write_text(plain, encoding="utf-8")
+    plain_module = runner.load(tmp_path / f"plain_{tag}.py", legacy=False)
+    assert runner.differences(legacy, plain_module, entries, contexts=("eager_tape",)), "the override must matter"
+
+
+def test_a_block_of_several_statements_around_unseen_code_names_the_runtime_helper(runner) -> None:
+    [reason] = runner.todo_reasons(textwrap.dedent("""
+        import tensorflow as tf
+
+        def modify_backprop(model, name):
+            with tf.get_default_graph().gradient_override_map({"Relu": name}):
+                new_model = load_model("model.h5")
+                return new_model
+        """).lstrip())
+    assert 'through `compat.override_gradients(fn_or_model, {"Relu": name})`' in reason
+
+
+def test_a_tensorflow_call_the_rewriter_cannot_see_into_gets_the_function_form_only(runner) -> None:
+    [reason] = runner.todo_reasons(textwrap.dedent("""
+        import tensorflow as tf
+
+        def py_func_with_grad(func, inp, name):
+            with tf.get_default_graph().gradient_override_map({"PyFunc": name}):
+                return tf.py_func(func, inp, tf.float32)
+        """).lstrip())
+    assert reason.endswith('by `return compat.override_gradients(tf.py_func, {"PyFunc": name})(func, inp, '
+                           'tf.float32)`'), reason
+
+
+_RUN = """
+                dx = tf.compat.v1.gradients(tf.reduce_sum(y * tf.constant([1.0, -2.0, 3.0])), x)[0]
+                with tf.compat.v1.Session() as session:
+                    return session.run([y, dx])
+    """  # inside the `with` of each module below
+NEW_GRAPH_HANDLES = {
+    "with_as": """
+        import tensorflow as tf
+
+        def build(value):
+            with tf.Graph().as_default() as g:
+                x = tf.constant(value)
+                with g.gradient_override_map({"Sign": "Identity"}):
+                    y = tf.sign(x)
+    """ + _RUN,
+    "entered_handle": """
+        import tensorflow as tf
+
+        def build(value):
+            g = tf.Graph()
+            with g.as_default(), tf.name_scope("quantize"):
+                x = tf.constant(value)
+                with g.gradient_override_map({"Sign": "Identity"}):
+                    y = tf.sign(x)
+    """ + _RUN,
+}
+
+
+def _new_graph_module(form: str) -> str:
+    return textwrap.dedent(NEW_GRAPH_HANDLES[form]).lstrip()
+
+
+@pytest.mark.parametrize("form", sorted(NEW_GRAPH_HANDLES))
+def test_a_map_on_the_graph_its_block_made_default_is_rewritten_and_runs_like_tf1(form: str) -> None:
+    """`with tf.Graph().as_default() as g:` / `with g.as_default():` around the map: `g` is the default graph."""
+    tf = pytest.importorskip("tensorflow")
+    source = _new_graph_module(form)
+    result = rewrite_source(source)
+    assert not result.todo and "_sign_with_identity_grad(x)" in result.text, result.sites
+    assert rewrite_source(result.text).text == result.text
+    value = [1.5, -2.0, 0.5]
+    runs = {}
+    for side, text, module in (("tf1", source, tf.compat.v1), ("tf2", result.text, tf),
+                               ("plain", source.replace("g.gradient_override_map(", "tf.name_scope(").replace(
+                                   '{"Sign": "Identity"}', '"plain"'), tf.compat.v1)):
+        namespace: dict = {"tf": module}
+        exec(compile(text.replace("import tensorflow as tf\n", ""), f"<{side}>", "exec"), namespace)  # noqa: S102
+        runs[side] = namespace["build"](value)
+    for got, want in zip(runs["tf2"], runs["tf1"], strict=True):
+        np.testing.assert_allclose(got, want)
+    assert not np.allclose(runs["plain"][1], runs["tf1"][1]), "the override must matter here"
+
+
+@pytest.mark.parametrize("source, why", [
+    ("""
+     import tensorflow as tf
+     def f(value, other):
+         g = tf.Graph()
+         with g.as_default():
+             x = tf.constant(value)
+             with other.as_default():
+                 with g.gradient_override_map({"Sign": "Identity"}):
+                     return tf.sign(x)
+     """, "`g` may not be the default graph where the map is entered (`other.as_default()` changes it)"),
+    ("""
+     import tensorflow as tf
+     def f(value, other):
+         with tf.Graph().as_default() as g, other.as_default():
+             x = tf.constant(value)
+             with g.gradient_override_map({"Sign": "Identity"}):
+                 return tf.sign(x)
+     """, "`g` may not be the default graph where the map is entered (`other.as_default()` changes it)"),
+    ("""
+     import tensorflow as tf
+     def f(x, other):
+         g = tf.Graph()
+         with g.as_default(), other.as_default():
+             with g.gradient_override_map({"Sign": "Identity"}):
+                 return tf.sign(x)
+     """, "`g` may not be the default graph where the map is entered (`other.as_default()` changes it)"),
+    ("""
+     import tensorflow as tf
+     with tf.Graph().as_default() as g:
+         x = tf.constant([1.0])
+         tf.Graph().as_default().__enter__()
+         with g.gradient_override_map({"Sign": "Identity"}):
+             y = tf.sign(x)
+     """, "the map is entered on `g`, which the rewriter cannot prove"),
+    ("""
+     import tensorflow as tf
+     def f(x):
+         with tf.Graph().as_default() as g:
+             pass
+         with g.gradient_override_map({"Sign": "Identity"}):
+             return tf.sign(x)
+     """, "the map is entered on `g`, which the rewriter cannot prove"),
+    ("""
+     import tensorflow as tf
+     def f(x):
+         g = tf.Graph()
+         with g.as_default():
+             g = tf.Graph()
+             with g.gradient_override_map({"Sign": "Identity"}):
+                 return tf.sign(x)
+     """, "the map is entered on `g`, which the rewriter cannot prove"),
+    ("""
+     import tensorflow as tf
+     def f(x):
+         with tf.Graph().as_default() as g:
+             def inner(x):
+                 with g.gradient_override_map({"Sign": "Identity"}):
+                     return tf.sign(x)
+         return inner(x)
+     """, "the map is entered on `g`, which the rewriter cannot prove"),
+])
+def test_a_new_graph_that_may_not_be_the_default_where_the_map_is_entered_is_a_todo(runner, source: str,
+                                                                                   why: str) -> None:
+    reasons = runner.todo_reasons(textwrap.dedent(source).lstrip())
+    assert any(r.startswith(why) for r in reasons), reasons

@@ -27,14 +27,6 @@ CASES = {
             with tf.get_default_graph().gradient_override_map({"Identity": "ScaledGrad"}):
                 return tf.identity(x)
         """, "op.get_attr"),
-    "shape_func": ("""
-        import tensorflow as tf
-        from tensorflow.python.framework import function
-        @function.Defun(tf.float32, python_grad_func=lambda op, dy: dy,
-                        shape_func=lambda op: [op.inputs[0].get_shape()])
-        def convert_gradient_to_tensor(x):
-            return x
-        """, "shape_func"),
     "unknown_builtin_gradient": ("""
         import tensorflow as tf
         def f(x):
@@ -86,15 +78,6 @@ CASES = {
         def _orphan(op, grad):
             return grad
         """, "used by no override map"),
-    "defun_call_form": ("""
-        import tensorflow as tf
-        from tensorflow.python.framework import function
-        def _bwd(op, dy):
-            return dy
-        def _fwd(x):
-            return x
-        f = function.Defun(tf.float32, python_grad_func=_bwd)(_fwd)
-        """, "applied as a call"),
 }
 
 

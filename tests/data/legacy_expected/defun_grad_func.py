@@ -13,7 +13,7 @@ def clip_grad_identity(x):
     y = tf.identity(x)
 
     def grad(dy):
-        return _clip_bprop(x, dy)
+        return _clip_bprop(x, tf.convert_to_tensor(dy))
 
     return y, grad
 
