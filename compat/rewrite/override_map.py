@@ -283,10 +283,12 @@ def _scan(ctx: ModuleContext, node: cst.CSTNode, active: dict[str, tuple[GradKey
         return
     if isinstance(node, cst.Yield | cst.Await):
         word = "yields" if isinstance(node, cst.Yield) else "awaits"
+        gradients = "{" + ", ".join(f'"{op_type}": {shown}' for op_type, (_, shown) in sorted(active.items())) + "}"
         nest.refuse(f"the override block {word}, so the map is also active in code outside it that the rewriter "
                     "cannot see (e.g. the body of the caller's `with` over a @contextmanager): dropping it would "
-                    "lose the override there; wrap each overridden op that code creates in a @tf.custom_gradient "
-                    "by hand")
+                    "lose the override there; run that code through `compat.override_gradients(fn_or_model, "
+                    f"{gradients})` (`import compat`), which TF2 tapes honour (README: compat.override_gradients), "
+                    "or wrap each overridden op it creates in a @tf.custom_gradient by hand")
     if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
         nest.refuse("the override block defines a function or class, whose ops are built later, maybe under "
                     "another map: move it out of the block, or rewrite by hand")
