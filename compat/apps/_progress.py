@@ -13,6 +13,7 @@ is left. Elsewhere (stderr redirected to a file, a CI log) one line is written p
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Protocol, TextIO
@@ -105,7 +106,11 @@ class LineProgress:
 
 
 class TerminalProgress:
-    """rich's bar: the phase or last unit, done/total, elapsed time and time left, redrawn in place."""
+    """rich's bar: the phase or last unit, done/total, elapsed time and time left, redrawn in place.
+
+    It draws on its own duplicate of the stream's file descriptor, so it stays visible while the app points
+    fd 2 elsewhere (TensorFlow's import is run with fd 2 sent to a temporary file, to hide its chatter).
+    """
 
     def __init__(self, stream: TextIO) -> None:
         from rich.console import Console
@@ -118,15 +123,17 @@ class TerminalProgress:
             TimeRemainingColumn,
         )
 
+        self._own: TextIO | None = _duplicate(stream)
         self._bar = Progress(TextColumn("{task.description:<28.28}"), BarColumn(), MofNCompleteColumn(),
                              TextColumn("{task.fields[unit]}"), TimeElapsedColumn(), TextColumn("eta"),
-                             TimeRemainingColumn(), console=Console(file=stream), transient=False,
+                             TimeRemainingColumn(), console=Console(file=self._own or stream), transient=False,
                              redirect_stdout=False, redirect_stderr=False)
         self._task = self._bar.add_task("starting", total=None, unit="")
         self._bar.start()
 
     def phase(self, text: str) -> None:
         self._bar.update(self._task, description=text)
+        self._bar.refresh()  # drawn now: the next step may hold the interpreter for seconds (an import)
 
     def start(self, total: int, unit: str) -> None:
         self._bar.update(self._task, total=total, unit=unit)
@@ -136,3 +143,16 @@ class TerminalProgress:
 
     def close(self) -> None:
         self._bar.stop()
+        if self._own is not None:
+            self._own.close()
+            self._own = None
+
+
+def _duplicate(stream: TextIO) -> TextIO | None:
+    """A new file object on a duplicate of `stream`'s descriptor, or None when it has none (a test's StringIO)."""
+    try:
+        stream.flush()
+        return os.fdopen(os.dup(stream.fileno()), "w", encoding=getattr(stream, "encoding", None) or "utf-8",
+                         errors="replace")
+    except (AttributeError, OSError, ValueError):
+        return None

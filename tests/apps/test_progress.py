@@ -65,3 +65,27 @@ def test_the_choice_follows_the_flag_and_whether_stderr_is_a_terminal():
         os.close(leader)
         os.close(follower)
     assert "2/2" in drawn and "files" in drawn and "second" in drawn
+
+
+def test_the_bar_stays_visible_while_its_streams_descriptor_points_elsewhere(tmp_path):
+    """compat-check sends fd 2 to a file while TensorFlow imports; the bar keeps its own copy of the terminal."""
+    leader, follower = pty.openpty()
+    try:
+        with os.fdopen(os.dup(follower), "w") as terminal:
+            progress = TerminalProgress(terminal)
+            saved = os.dup(terminal.fileno())
+            with open(tmp_path / "elsewhere", "w") as elsewhere:
+                os.dup2(elsewhere.fileno(), terminal.fileno())
+                try:
+                    progress.phase("importing TensorFlow")
+                finally:
+                    os.dup2(saved, terminal.fileno())
+                    os.close(saved)
+            progress.phase("loading specs")  # what the bar shows when it stops
+            progress.close()
+        drawn = os.read(leader, 65536).decode(errors="replace")
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert "importing TensorFlow" in drawn
+    assert "importing" not in (tmp_path / "elsewhere").read_text()
