@@ -268,9 +268,11 @@ def _tensorflow_message(error: BaseException) -> str:
         raised = [index for index, line in enumerate(lines) if _RAISED.match(line)]
         lines = lines[raised[-1]:] if raised else lines
         lines[0] = lines[0].removeprefix(f"{type(error).__name__}: ")
+    # Before 2.15 a graph execution error quotes the Python stack where the op was defined: `File "..."` lines,
+    # each followed by its source line, then `Node: 'Lgamma'`.
     kept = [line for index, line in enumerate(lines)
-            if line and not line.startswith(("File \"", "Detected at node", "[[{{node"))
-            and not (index and _NODE_DEF_LINE.match(line))]
+            if line and not line.startswith(("File \"", "Detected at node", "[[{{node", "Node: '"))
+            and not (index and (_NODE_DEF_LINE.match(line) or lines[index - 1].startswith("File \"")))]
     first = " ".join(kept[:3])
     if len(first) > _MESSAGE_LIMIT:
         first = first[: _MESSAGE_LIMIT - 3] + "..."

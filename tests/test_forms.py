@@ -158,8 +158,18 @@ def test_every_variant_gives_the_hand_written_numbers(name):
     assert {"ok", "not_called"} <= seen
 
 
+ON_2_12 = tf.__version__.startswith("2.12.")
+"""Measured on TensorFlow 2.12: mixed precision's float16 forward of a SparseTensor adds a float32 tensor
+(`cannot compute AddV2 as input #1(zero-based) was expected to be a half tensor`), and a loaded SavedModel cannot
+differentiate a tf.while_loop over a custom gradient (`_WhileBodyGradFuncGraph._capture_helper() takes 3
+positional arguments but 4 were given`); both run on 2.21."""
+
+
 def _mismatch(result: compat.VariantResult, custom: list[np.ndarray], autodiff: list[np.ndarray]) -> str | None:
     """Why `result` is not what hand-written TensorFlow gives, or None."""
+    if (result.status == "error" and ON_2_12 and result.context == "mixed_precision"
+            and "was expected to be a half tensor but is a float tensor" in result.message):
+        return None  # TensorFlow 2.12's own failure in the forward (see ON_2_12)
     if result.status == "error":
         return "an error"
     if result.status == "unsupported":
@@ -189,7 +199,10 @@ def test_each_use_of_the_op_is_a_call_and_calls_left_unseen_leave_all_of_them_un
     assert results["custom_gradient@v1_session"].calls == 4
     for variant in variants[1:]:
         result = results[variant]
+        if ON_2_12 and variant.endswith("@saved_model"):
+            assert result.status == "unsupported" and "_capture_helper()" in result.message, result.message
+            continue
         assert result.status == "not_observable" and result.calls == 0 and not result.upstreams, result.message
         np.testing.assert_allclose(result.input_grads[0], results["custom_gradient@v1_session"].input_grads[0],
                                    rtol=1e-5, atol=1e-6)
-    assert "tf.while_loop" in results["custom_gradient@saved_model"].message
+    assert ON_2_12 or "tf.while_loop" in results["custom_gradient@saved_model"].message
