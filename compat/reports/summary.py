@@ -236,7 +236,7 @@ def _error_section(report: CheckReport) -> list[str]:
     return lines
 
 
-def _cut(line: str, width: int = WIDTH * 2) -> str:
-    """One line, at most two screen widths (a reason can be a whole traceback line)."""
+def _cut(line: str, width: int = WIDTH * 2 - 2) -> str:
+    """One line that fits two screen widths once indented by 2 (a reason can be a whole traceback line)."""
     line = " ".join(line.splitlines())
     return line if len(line) <= width else line[:width - 1] + "…"

@@ -65,4 +65,4 @@ def test_long_lists_are_cut_and_counted(handmade_report):
                                  scenarios=("sum", *(c.scenario for c in many)))
     lines = render(report, "table", view=SUMMARY).splitlines()
     assert "  ... 3 more (--details)" in lines
-    assert all(len(line) <= 2 * WIDTH + 2 for line in lines)
+    assert all(len(line) <= 2 * WIDTH for line in lines)
