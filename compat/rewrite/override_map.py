@@ -76,6 +76,7 @@ class OverrideNest:
     handles: set[str] = dataclasses.field(default_factory=set)
     problem: str | None = None
     seen: int = 0  # calls in the blocks that the rewriter knows the ops of
+    following: frozenset[int] = frozenset()  # ids of this module's functions being followed into (recursion)
 
     def refuse(self, reason: str) -> None:
         if self.problem is None:
@@ -310,6 +311,8 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
     if path in _NO_OP_CALLS or not active:
         return
     wrapper = tf_ops.lookup(path)
+    if wrapper is None and _follow(ctx, call, active, nest):
+        return
     if wrapper is None:
         nest.refuse(f"the override block calls `{ctx.code(call.func)}`, code the rewriter cannot see into, which "
                     f"may create ops of the overridden types ({', '.join(sorted(active))}): wrap each overridden "
@@ -334,6 +337,44 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
     op_type = wrapper.single_op
     gradient, shown = active[op_type]
     nest.uses.append(OverrideUse(call, wrapper, op_type, gradient, shown, found[0], found[1], nest))
+
+
+def _follow(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradKey, str]], nest: OverrideNest) -> bool:
+    """Whether `call` runs a plain function of this module whose ops the rewriter sees and that creates none of the
+    overridden types (then the map changes nothing in it); False, or the nest refused, otherwise."""
+    function = _module_function(ctx, call.func)
+    if function is None:
+        return False
+    if id(function) in nest.following:
+        nest.refuse(f"the override block calls `{function.name.value}`, which calls itself: rewrite by hand")
+        return True
+    probe = OverrideNest(nest.outer, following=nest.following | {id(function)})
+    _scan(ctx, function.body, active, probe)
+    where = f"the override block calls `{function.name.value}` (line {ctx.line(function)})"
+    hint = _runtime_helper_hint(ctx, call, active, nest)
+    how = f"wrap each overridden op in a @tf.custom_gradient by hand, or {hint}"
+    if probe.problem is not None:  # its reason, up to its own how-to, then the how-to for this call
+        inner = probe.problem.split(": ", 1)[0].removeprefix("the override block ")
+        nest.refuse(f"{where}, which {inner}: {how}")
+    elif probe.uses:
+        types = sorted({use.op_type for use in probe.uses})
+        nest.refuse(f"{where}, which creates {', '.join(types)} ops the map overrides, and may be called without "
+                    f"the map too: {how}")
+    nest.seen += probe.seen
+    return True
+
+
+def _module_function(ctx: ModuleContext, func: cst.BaseExpression) -> cst.FunctionDef | None:
+    """The module-level, undecorated, synchronous `def` that the name `func` always refers to, or None."""
+    if not isinstance(func, cst.Name):
+        return None
+    assignment = ctx.single_assignment(func)
+    if assignment is None or not isinstance(assignment.scope, meta.GlobalScope):
+        return None
+    node = assignment.node
+    if not isinstance(node, cst.FunctionDef) or node.decorators or node.asynchronous is not None:
+        return None
+    return node
 
 
 def _runtime_helper_hint(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradKey, str]],
