@@ -139,12 +139,14 @@ def tree_findings(registrations: Iterable[Site], override_targets: Iterable[Site
 
 def op_type_registrations(findings: list[Finding], registrations: Iterable[Site], override_targets: Iterable[Site],
                           data: tf_data.TFData, op_library_files: set[str],
-                          native_ops: Mapping[str, str] | None = None) -> list[Finding]:
+                          native_ops: Mapping[str, str] | None = None,
+                          runtime_targets: Iterable[Site] = ()) -> list[Finding]:
     """`findings` with each GC003 that registers the gradient of a real op type (a TensorFlow op that has none of
     its own, a custom op a C++ source of the tree registers (`native_ops`), or one from a file that calls
     tf.load_op_library or imports a module next to it that does) that no override map in the tree uses turned
     into a note: TF2's tapes look gradients up by op type, so it is valid TF2 as it stands."""
     used = {site.name for site in override_targets}
+    runtime = {site.name for site in runtime_targets}
     by_place = {(site.path, site.line, site.col): site for site in registrations}
     loaders: dict[str, str | None] = {}
     beside: dict[str, dict[str, str]] = {}
@@ -157,7 +159,13 @@ def op_type_registrations(findings: list[Finding], registrations: Iterable[Site]
                 loaders[site.path] = _imported_op_library(site.path)
                 beside[site.path] = custom_ops.op_types_beside(site.path)
             kind = unused_op_type(site, used, data, set(), beside[site.path]) or _imported_kind(loaders[site.path])
-        if site is not None and kind is not None:
+        if site is not None and kind is None and site.name not in used and site.name in runtime:
+            finding = dataclasses.replace(
+                finding, severity=str(Severity.NOTE),
+                message=f"RegisterGradient({site.name!r}) is used by compat.gradient_override_map (gradcompat's TF2 "
+                        "form of an override map), which looks gradients up by name: valid TF2 as it is",
+                suggestion="Keep it.")
+        elif site is not None and kind is not None:
             finding = dataclasses.replace(
                 finding, severity=str(Severity.NOTE),
                 message=f"RegisterGradient({site.name!r}) registers the gradient of op type {site.name!r} itself "
@@ -241,6 +249,7 @@ def audit_paths(
     findings: list[Finding] = []
     registrations: list[Site] = []
     targets: list[Site] = []
+    runtime_targets: list[Site] = []
     op_library_files: set[str] = set()
     scanned = parsed = unreadable = lines = 0
     files = iter_python_files(paths, excludes, default_excludes=default_excludes)
@@ -252,6 +261,7 @@ def audit_paths(
         findings.extend(result.findings)
         registrations.extend(result.registrations)
         targets.extend(result.override_targets)
+        runtime_targets.extend(result.runtime_targets)
         if result.loads_op_library:
             op_library_files.add(result.path)
         if on_file is not None:
@@ -259,5 +269,6 @@ def audit_paths(
     findings.extend(tree_findings(registrations, targets, data.gradient_names))
     native_ops = custom_ops.registered_op_types(paths, excludes, default_excludes=default_excludes) if any(
         f.rule == "GC003" for f in findings) else {}
-    findings = op_type_registrations(findings, registrations, targets, data, op_library_files, native_ops)
+    findings = op_type_registrations(findings, registrations, targets, data, op_library_files, native_ops,
+                                     runtime_targets)
     return AuditReport(tuple(sorted(findings)), scanned, parsed, unreadable, lines, data.version)

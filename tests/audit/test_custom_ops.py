@@ -101,3 +101,27 @@ def test_auditing_one_file_sees_the_cpp_sources_of_its_directory(tmp_path: Path)
     [finding] = [f for f in audit_paths([str(tmp_path / "roi_pooling_op_grad.py")], jobs=1).findings
                  if f.rule == "GC003"]
     assert finding.severity == "note" and "REGISTER_OP('RoiPool')" in finding.message
+
+
+def test_gradcompats_own_map_is_no_finding_and_the_gradient_it_uses_is_a_note(tmp_path: Path) -> None:
+    (tmp_path / "guided.py").write_text(textwrap.dedent('''\
+        import contextlib
+
+        import compat
+        import tensorflow as tf
+
+
+        @tf.RegisterGradient("GuidedReLU")
+        def _guided(op, grad):
+            return grad * tf.cast(grad > 0.0, grad.dtype)
+
+
+        @contextlib.contextmanager
+        def guided_relu():
+            with compat.gradient_override_map({"Relu": "GuidedReLU"}):
+                yield
+        '''))
+    findings = audit_paths([str(tmp_path)], jobs=1).findings
+    assert not [f for f in findings if f.rule == "GC004"]
+    [finding] = [f for f in findings if f.rule == "GC003"]
+    assert finding.severity == "note" and "compat.gradient_override_map" in finding.message
