@@ -49,7 +49,7 @@ LEGACY_NAMES = ("Defun", "RegisterGradient", "gradient_override_map")
 LEGACY_PATTERNS = {"RegisterGradient", "gradient_override_map", "grad_func", "python_grad_func"}  # manifest names
 RATE_TARGET = 0.85
 # Import outcomes that say the file's own dependencies are not here, reported apart and never failures.
-BLOCKED = ("dependency_missing", "own_package_missing", "op_library_missing")
+BLOCKED = ("dependency_missing", "own_package_missing", "op_library_missing", "fails_as_original")
 
 # Runs in a fresh interpreter per file and side: network refused (module code must not download), TensorFlow as
 # the side expects (the original sees tf.compat.v1 with v2 behaviour disabled, as compat.verify runs it), the file
@@ -294,6 +294,11 @@ def import_pass(corpus: Path, reports: Sequence[FileReport], entries: dict[str, 
         for future in concurrent.futures.as_completed(futures):
             report, side = futures[future]
             report.imports[side] = future.result()
+    for report in todo:
+        original, rewritten = report.imports.get("original", {}), report.imports.get("rewritten", {})
+        if rewritten.get("status") == "failed" and original.get("status") == "failed" and all(
+                original.get(k) == rewritten.get(k) for k in ("type", "message")):
+            report.imports["rewritten"] = {**rewritten, "status": "fails_as_original"}
 
 
 def verify_pass(corpus: Path, reports: Sequence[FileReport], timeout: float) -> None:
@@ -400,7 +405,7 @@ def _import_cell(report: FileReport) -> str:
     if not report.imports:
         return "-"
     short = {"ok": "ok", "dependency_missing": "dep", "own_package_missing": "own", "op_library_missing": "so",
-             "failed": "FAIL", "timeout": "TIME"}
+             "fails_as_original": "asv1", "failed": "FAIL", "timeout": "TIME"}
     return "/".join(short[report.imports[side]["status"]] for side in ("original", "rewritten"))
 
 
