@@ -49,7 +49,7 @@ def usable_cpus() -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Config:
+class WorkerConfig:
     """Everything a worker needs, picklable: how to load the workload and the check's other axes."""
 
     load: Loader
@@ -80,7 +80,7 @@ def check_in_workers(load: Loader, dtypes: Sequence[str] | None = None, variants
     workers = min(jobs or usable_cpus(), len(todo))
     if workers <= 1:
         return check_units(specs, chosen, todo, progress, shard)
-    config = _Config(load, chosen.dtypes, tuple(variants) if variants is not None else None, reference,
+    config = WorkerConfig(load, chosen.dtypes, tuple(variants) if variants is not None else None, reference,
                      tuple(spec.name for spec in specs), quiet_import)
     labels = [f"{specs[index].name} {dtype}" for index, dtype in todo]
     pool = _Pool(config, workers)
@@ -91,7 +91,7 @@ def check_in_workers(load: Loader, dtypes: Sequence[str] | None = None, variants
 class _Worker:
     """One worker process and the unit it is running (None when idle)."""
 
-    def __init__(self, context: Any, config: _Config, started: list[_Worker]) -> None:
+    def __init__(self, context: Any, config: WorkerConfig, started: list[_Worker]) -> None:
         self.connection, child = context.Pipe()
         handle, self.stderr_path = tempfile.mkstemp(prefix="gradcompat-worker-", suffix=".stderr")
         os.close(handle)
@@ -155,7 +155,7 @@ class _Worker:
 class _Pool:
     """Hands units to idle workers, collects results by unit, replaces workers that die."""
 
-    def __init__(self, config: _Config, size: int) -> None:
+    def __init__(self, config: WorkerConfig, size: int) -> None:
         self.config, self.size = config, size
         self.context = multiprocessing.get_context("spawn")
         self.todo: Sequence[tuple[int, str]] = ()
@@ -272,21 +272,7 @@ def _serve(connection: Any, pickled_config: bytes, quiet_import: bool, stderr_pa
     """A worker's loop: load once, then run each unit it is sent until it is sent None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it kills the workers
     _stderr_to(stderr_path)
-    problem = None
-    try:
-        _import_tensorflow(quiet_import)
-        from compat.matrix import check_unit, plan
-
-        config: _Config = pickle.loads(pickled_config)
-        specs, scenarios = config.load()
-        names = tuple(spec.name for spec in specs)
-        if names != config.spec_names:
-            problem = (f"the worker process loaded specs {list(names)}, not {list(config.spec_names)}: spec "
-                       f"loading must give the same specs in every process (or run with --jobs=1)")
-        chosen = plan(scenarios, config.dtypes, config.variants, config.reference)
-    except BaseException as exc:  # noqa: BLE001 - reported as the cells of every unit this worker is sent
-        what = f"SystemExit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
-        problem = f"the worker process could not load the specs: {what}"
+    loaded = load_in_worker(pickled_config, quiet_import)
     while True:
         try:
             unit = connection.recv()
@@ -294,16 +280,44 @@ def _serve(connection: Any, pickled_config: bytes, quiet_import: bool, stderr_pa
             return
         if unit is None:
             return
-        if problem is not None:
-            connection.send(("failed", problem))
+        if isinstance(loaded, str):
+            connection.send(("failed", loaded))
             continue
-        index, dtype = unit
-        start = time.perf_counter()
-        result = check_unit(specs[index], dtype, chosen)
+        specs, chosen = loaded
+        result, took = run_unit(specs, chosen, unit)
         try:
-            connection.send(("done", (result, time.perf_counter() - start)))
+            connection.send(("done", (result, took)))
         except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
             connection.send(("failed", f"the worker process could not send its result: {type(exc).__name__}: {exc}"))
+
+
+def run_unit(specs: Sequence[GradientSpec], chosen: Plan, unit: tuple[int, str]) -> tuple[UnitResult, float]:
+    """One unit's result and the seconds it took."""
+    from compat.matrix import check_unit
+
+    index, dtype = unit
+    start = time.perf_counter()
+    result = check_unit(specs[index], dtype, chosen)
+    return result, time.perf_counter() - start
+
+
+def load_in_worker(pickled_config: bytes, quiet_import: bool) -> tuple[Sequence[GradientSpec], Plan] | str:
+    """In a worker process: import TensorFlow (quietly if asked), then unpickle the config (loading may import
+    TensorFlow), load the specs and plan the check; or what went wrong, for the cells of every unit it is sent."""
+    try:
+        _import_tensorflow(quiet_import)
+        from compat.matrix import plan
+
+        config: WorkerConfig = pickle.loads(pickled_config)
+        specs, scenarios = config.load()
+        names = tuple(spec.name for spec in specs)
+        if names != config.spec_names:
+            return (f"the worker process loaded specs {list(names)}, not {list(config.spec_names)}: spec "
+                    f"loading must give the same specs in every process (or run with --jobs=1)")
+        return specs, plan(scenarios, config.dtypes, config.variants, config.reference)
+    except BaseException as exc:  # noqa: BLE001 - reported as the cells of every unit this worker is sent
+        what = f"SystemExit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        return f"the worker process could not load the specs: {what}"
 
 
 def _stderr_to(path: str) -> None:

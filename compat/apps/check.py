@@ -13,7 +13,8 @@ the closest valid name; a spec file that does not load; a --loss that cannot wor
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from absl import app, flags, logging
@@ -79,6 +80,13 @@ JOBS = flags.DEFINE_integer(
     "jobs", None, "Worker processes running the specs (each imports TensorFlow once; the report is the same as "
     "with one). Default: the CPUs this process may use; 1 runs everything in this process, as before.",
     lower_bound=1)
+EXECUTOR = flags.DEFINE_enum(
+    "executor", "local", ["local", "dask"], "Where the units run: `local`, --jobs worker processes of this machine; "
+    "`dask`, a Dask distributed cluster (pip install 'gradcompat[dask]'): the one at --scheduler, else a "
+    "LocalCluster of --jobs worker processes. The report is the same.")
+SCHEDULER = flags.DEFINE_string(
+    "scheduler", None, "With --executor=dask: the address of a running Dask scheduler (tcp://host:8786), whose "
+    "workers can import gradcompat and your spec files. Default: a LocalCluster started for the run.")
 SHARD = flags.DEFINE_string(
     "shard", None, "K/N: run only shard K (1-based) of N of the (spec, dtype) units, a split every shard computes "
     "alike, e.g. one CI job per shard; merge the shards' JSON reports with compat-merge (or python -m "
@@ -248,7 +256,6 @@ def _run_check(progress: Progress | None, shard: Shard | None = None,
     from compat.apps._names import check_names
     from compat.apps._request import CheckRequest
     from compat.loading import SpecLoadError
-    from compat.workers import check_in_workers
 
     try:
         check_names(SPECS.value, SCENARIOS.value, VARIANTS.value, REFERENCE.value)
@@ -265,12 +272,29 @@ def _run_check(progress: Progress | None, shard: Shard | None = None,
     except (SpecLoadError, LossError) as exc:
         raise _usage_error(str(exc)) from None
     try:
-        return check_in_workers(request, dtypes=DTYPES.value, variants=VARIANTS.value, reference=REFERENCE.value,
-                                jobs=JOBS.value, progress=_CheckProgress(progress) if progress else None,
-                                quiet_import=not tensorflow_chatter_wanted(),
-                                loaded=(specs, scenarios), shard=shard, durations=durations)
+        return _executor()(request, dtypes=DTYPES.value, variants=VARIANTS.value, reference=REFERENCE.value,
+                           jobs=JOBS.value, progress=_CheckProgress(progress) if progress else None,
+                           quiet_import=not tensorflow_chatter_wanted(),
+                           loaded=(specs, scenarios), shard=shard, durations=durations)
     except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
         raise _usage_error(str(exc)) from None
+
+
+def _executor() -> Callable[..., CheckReport]:
+    """check_in_workers, or with --executor=dask check_on_dask (a usage error if Dask is not installed)."""
+    if EXECUTOR.value == "local":
+        if SCHEDULER.value:
+            raise _usage_error(f"--scheduler={SCHEDULER.value} is a Dask scheduler: add --executor=dask")
+        from compat.workers import check_in_workers
+
+        return check_in_workers
+    from compat.dask_executor import DaskUnavailable, check_on_dask, require_dask
+
+    try:
+        require_dask()
+    except DaskUnavailable as exc:
+        raise _usage_error(str(exc)) from None
+    return functools.partial(check_on_dask, scheduler=SCHEDULER.value)
 
 
 def run() -> None:
