@@ -87,9 +87,9 @@ def _usage_error(message: str) -> app.UsageError:
 
 def _listing() -> str:
     """The specs `--specs` names (default: the catalogue and its opt-in specs), scenarios, variants, dtypes."""
+    from compat.contexts import ALL_CONTEXTS
     from compat.dtypes import DTYPES
     from compat.scenarios import SCENARIOS
-    from compat.contexts import ALL_CONTEXTS
     from compat.variants import NATIVE_VARIANTS, OPT_IN_VARIANTS, VARIANTS
 
     lines = _spec_listing()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from compat.contexts.base import Case, Context, Outcome
 from compat.contexts.eager import EagerTape
-from compat.contexts.function import FunctionGradients, FunctionTape
 from compat.contexts.forward_mode import ForwardAccumulatorContext
+from compat.contexts.function import FunctionGradients, FunctionTape
 from compat.contexts.graph_session import V1Session, V1Tape
 from compat.contexts.jacobian import JacobianLoop, JacobianPfor
 from compat.contexts.keras_fit import KerasFit

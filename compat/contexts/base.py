@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import importlib.util
 import dataclasses
+import importlib.util
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
