@@ -119,8 +119,17 @@ class ApplyPlan(cst.CSTTransformer):
                                (a.comma if isinstance(a.comma, cst.Comma) else cst.Comma(
                                    whitespace_after=cst.SimpleWhitespace(" "))))
                 for i, a in enumerate(args)]
-        return cst.Call(func=cst.Name(edit.function), args=args, lpar=updated.lpar, rpar=updated.rpar,
+        return cst.Call(func=cst.parse_expression(edit.function), args=args, lpar=updated.lpar, rpar=updated.rpar,
                         whitespace_before_args=updated.whitespace_before_args)
+
+    def leave_BinaryOperation(self, original: cst.BinaryOperation,
+                              updated: cst.BinaryOperation) -> cst.BaseExpression:
+        edit = self.plan.calls.get(id(original))  # `a * b` under an override of Mul: `helper(a, b)`
+        if edit is None:
+            return updated
+        return cst.Call(func=cst.parse_expression(edit.function), lpar=updated.lpar, rpar=updated.rpar,
+                        args=[cst.Arg(updated.left, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                              cst.Arg(updated.right)])
 
     def _unwrap(self, original: cst.With, updated: cst.With) -> list[cst.BaseStatement]:
         drop = self.plan.unwraps[id(original)]
@@ -200,6 +209,9 @@ class ApplyPlan(cst.CSTTransformer):
         extra: list[Any] = []
         if self.plan.add_tf_import:
             extra.append(cst.parse_statement(f"import tensorflow as {self.plan.tf_alias}\n"))
+        if self.plan.compat_alias is not None:
+            alias = self.plan.compat_alias
+            extra.append(cst.parse_statement("import compat\n" if alias == "compat" else f"import compat as {alias}\n"))
         extra += [_with_blank_lines(h, 2) for h in self.plan.helpers]
         if extra:
             at = _insertion_point(body, extra)
