@@ -34,6 +34,9 @@ def vectorized(fn: Callable[..., Any], signature: list[tf.TensorSpec]) -> Callab
 class RecomputeGrad(WrappedForwardTape):
     name = "recompute_grad"
     summary = "eager tf.GradientTape over the op wrapped by tf.recompute_grad (gradient checkpointing)"
+    # Gradient checkpointing has limits of its own: TensorFlow refuses second order through it for an op that reads
+    # a variable ("recompute_grad tried to transpose grad of ..."); a limit of checkpointing, not of a migration.
+    native = False
     wrap = staticmethod(recomputed)
 
 
