@@ -141,7 +141,8 @@ def test_empty_inputs_skip_the_gather_scenarios_with_a_reason():
     spec = compat.GradientSpec("empty", lambda x: x * 2.0, lambda i, o, u: [u[0]], [np.zeros((0,), np.float32)])
     report = check([spec], scenarios=["sum", "gather", "gather_twice"], variants=list(compat.NATIVE_VARIANTS))
     assert {(s.scenario, s.reason) for s in report.skipped} == {
-        (name, "the first output is empty (shape [0]): there is no row to gather") for name in ("gather", "gather_twice")}
+        (name, "the first output is empty (shape [0]): there is no row to gather")
+        for name in ("gather", "gather_twice")}
     assert report.exit_code == 0 and {c.scenario for c in report.cells} == {"sum"}
 
 
