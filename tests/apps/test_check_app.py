@@ -76,10 +76,10 @@ def test_list_prints_the_registries(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "scaled_ste" in out and "second_order" in out and "* custom_gradient@eager_tape" in out
     default, opt_in = out.split("opt-in variants", 1)
-    for context in ("jacobian_loop", "jacobian_pfor", "forward_accumulator", "mirrored_tape"):
+    for context in ("jacobian_loop", "jacobian_pfor", "forward_accumulator", "vectorized_map", "mirrored_tape"):
         assert f"custom_gradient@{context}" in opt_in and f"@{context}" not in default
         assert f"  {context} (opt-in): " in opt_in
-    assert "  custom_gradient@recompute_grad" in default and "  custom_gradient@vectorized_map" in default
+    assert "  custom_gradient@recompute_grad" in default
 
 
 def test_list_with_a_spec_file_lists_that_files_specs(tmp_path, capsys):

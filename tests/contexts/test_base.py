@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from compat.contexts import CONTEXTS, Case
+from compat.contexts import ALL_CONTEXTS, CONTEXTS, Case
 from compat.downstream import SUM, Downstream
 
 X = np.array([1.0, -2.0, 3.0], np.float32)
@@ -105,4 +105,5 @@ def test_tape_contexts_declare_it():
                                                                                  "wrap_function", "xla_tape",
                                                                                  "mixed_precision", "keras_fit",
                                                                                  "saved_model", "saved_model_stripped",
-                                                                                 "recompute_grad", "vectorized_map"}
+                                                                                 "recompute_grad"}
+    assert ALL_CONTEXTS["vectorized_map"].uses_tape and ALL_CONTEXTS["vectorized_map"].opt_in

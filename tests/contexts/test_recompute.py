@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 import compat
-from compat.contexts import CONTEXTS, Case
+from compat.contexts import ALL_CONTEXTS, Case
 from compat.contexts.recompute import VECTORIZED_BATCH
 from compat.downstream import SUM
 from compat.scenarios import SCENARIOS
@@ -75,6 +75,6 @@ def test_variables_read_by_the_op_get_gradients(context):
     def build():
         return lambda x, w: (x * w,)
 
-    (outcome,) = CONTEXTS[context].run([Case(build, (X,), SUM, variables=(np.float32(3.0),))])
+    (outcome,) = ALL_CONTEXTS[context].run([Case(build, (X,), SUM, variables=(np.float32(3.0),))])
     np.testing.assert_array_equal(outcome.input_grads[0], [3.0, 3.0, 3.0])
     assert outcome.input_grads[1] == pytest.approx(X.sum())
