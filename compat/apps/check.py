@@ -28,6 +28,7 @@ from compat.apps._common import (
 from compat.apps._output import write_output
 from compat.apps._progress import Progress, progress_on_stderr
 from compat.checker import DEFAULT_REFERENCE
+from compat.references import DEFAULT_REFERENCES
 
 if TYPE_CHECKING:
     from compat.matrix import CheckReport
@@ -45,6 +46,11 @@ VARIANTS = flags.DEFINE_list(
     "--variants='*@mirrored_tape'.")
 DTYPES = flags.DEFINE_list("dtypes", ["float32"], "Floating dtypes: float32, float64, float16, bfloat16.")
 REFERENCE = flags.DEFINE_string("reference", DEFAULT_REFERENCE, "The variant every cell is compared with.")
+REFERENCES = flags.DEFINE_list(
+    "references", list(DEFAULT_REFERENCES), "References that are the forward itself, each cell's "
+    "gradient compared with them to show what the custom gradient changes (never failing the check): autodiff "
+    "(TensorFlow's own gradient of the forward), finite_difference (central differences in float64). "
+    "--references= computes none.")
 FORMAT = flags.DEFINE_enum("format", "table", _FORMATS, "Report format.")
 OUTPUT = flags.DEFINE_string(
     "output", None, "Write the report to this file instead of stdout: checked before the run; a regular file is "
@@ -88,6 +94,7 @@ def _usage_error(message: str) -> app.UsageError:
 def _listing() -> str:
     """The specs `--specs` names (default: the catalogue and its opt-in specs), scenarios, variants, dtypes."""
     from compat.dtypes import DTYPES
+    from compat.references import REFERENCES as REFERENCES_REGISTRY
     from compat.scenarios import SCENARIOS
     from compat.variants import DISTRIBUTED_VARIANTS, NATIVE_VARIANTS, VARIANTS
 
@@ -98,6 +105,8 @@ def _listing() -> str:
     lines += ["distributed variants (run only when named, e.g. --variants='*@mirrored_tape'):"]
     lines += [f"    {v}" for v in DISTRIBUTED_VARIANTS]
     lines += ["dtypes: " + ", ".join(DTYPES)]
+    lines += ["references (the forward itself; --references, both by default):"]
+    lines += [f"  {name}: {reference.description}" for name, reference in REFERENCES_REGISTRY.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -210,10 +219,12 @@ def _run_check(progress: Progress | None) -> CheckReport:
     from compat.apps._names import check_names
     from compat.apps._request import CheckRequest
     from compat.loading import SpecLoadError
+    from compat.references import select_references
     from compat.workers import check_in_workers
 
     try:
         check_names(SPECS.value, SCENARIOS.value, VARIANTS.value, REFERENCE.value)
+        select_references(REFERENCES.value)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
     request = CheckRequest(tuple(SPECS.value) if SPECS.value else None,
@@ -230,7 +241,7 @@ def _run_check(progress: Progress | None) -> CheckReport:
         return check_in_workers(request, dtypes=DTYPES.value, variants=VARIANTS.value, reference=REFERENCE.value,
                                 jobs=JOBS.value, progress=_CheckProgress(progress) if progress else None,
                                 quiet_import=not tensorflow_chatter_wanted(),
-                                loaded=(specs, scenarios))
+                                loaded=(specs, scenarios), references=REFERENCES.value)
     except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
         raise _usage_error(str(exc)) from None
 
