@@ -90,6 +90,9 @@ def _message(report: CheckReport, failures: Sequence[tuple[Cell, ForwardCheck]],
         lines += ["", "not differentiable: the forward has no derivative to compare with there (a straight-through "
                       "estimator's is 0 almost everywhere, by design); pass allow_not_differentiable=True to let "
                       "those cells pass, or check the gradient's values another way."]
-    tolerances = ", ".join(f"{d} rtol={t.rtol:g} atol={t.atol:g}" for d, t in FD_TOLERANCES.items())
-    lines += ["", f"finite_difference tolerances: |g.u - v.Ju| <= atol + rtol * (sum |g| |u| + |v.Ju|), {tolerances}"]
+    if any(checked.reference == "finite_difference" for _, checked in failures):
+        tolerances = ", ".join(f"{d} rtol={t.rtol:g} atol={t.atol:g}" for d, t in FD_TOLERANCES.items()
+                               if d in report.dtypes)
+        lines += ["", f"finite_difference tolerances: |g.u - v.Ju| <= atol + rtol * (sum |g| |u| + |v.Ju|), "
+                      f"{tolerances}"]
     return "\n".join(lines)
