@@ -17,6 +17,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import load_average  # noqa: E402
 
 from compat.audit import audit_file  # noqa: E402
-from compat.rewrite import PATTERNS, rewrite_source  # noqa: E402
+from compat.rewrite import PATTERNS, rewrite_paths  # noqa: E402
+from compat.rewrite.result import FileResult as RewriteResult  # noqa: E402
 from compat.rewrite.result import Outcome  # noqa: E402
 from compat.verify import EntriesError, verify_rewrite  # noqa: E402
 from compat.workers import usable_cpus  # noqa: E402
@@ -44,9 +46,10 @@ OUTCOMES: tuple[str, ...] = typing.get_args(Outcome)  # the rewriter's own outco
 DONE = ("rewritten", "kept")  # outcomes that leave valid TF2 code (issue #23); "kept" counts once the rewriter has it
 RULES = tuple(sorted(set(PATTERNS.values())))  # GC001-GC004
 LEGACY_NAMES = ("Defun", "RegisterGradient", "gradient_override_map")
+LEGACY_PATTERNS = {"RegisterGradient", "gradient_override_map", "grad_func", "python_grad_func"}  # manifest names
 RATE_TARGET = 0.85
 # Import outcomes that say the file's own dependencies are not here, reported apart and never failures.
-BLOCKED = ("dependency_missing", "own_package_missing", "op_library_missing")
+BLOCKED = ("dependency_missing", "own_package_missing", "op_library_missing", "fails_as_original")
 
 # Runs in a fresh interpreter per file and side: network refused (module code must not download), TensorFlow as
 # the side expects (the original sees tf.compat.v1 with v2 behaviour disabled, as compat.verify runs it), the file
@@ -109,20 +112,48 @@ def usage_error(message: str) -> typing.NoReturn:
 
 
 def load_manifest(corpus: Path, pattern: str | None) -> list[dict[str, Any]]:
-    """The manifest's entries whose stored file is here, filtered by `--files` (a glob on `stored_as`)."""
+    """The manifest's entries whose stored file is here: the legacy files `--files` selects (a glob on
+    `stored_as`), and every context file (C++ op sources, op-library loaders) of their repositories."""
     manifest = corpus / "MANIFEST.json"
     if not manifest.is_file():
         usage_error(f"no corpus manifest at {manifest}; the corpus is tests/data/real (see its README.md)")
-    entries = json.loads(manifest.read_text())["files"]
-    if pattern:
-        entries = [e for e in entries if fnmatch.fnmatch(e["stored_as"], pattern)]
+    everything = json.loads(manifest.read_text())["files"]
+    entries = [e for e in everything if is_legacy(e) and (not pattern or fnmatch.fnmatch(e["stored_as"], pattern))]
     if not entries:
         usage_error(f"--files={pattern!r} matches no stored_as in {manifest}")
+    repositories = {e["repository"] for e in entries}
+    entries += [e for e in everything if not is_legacy(e) and e["repository"] in repositories]
     missing = [e["stored_as"] for e in entries if not (corpus / e["stored_as"]).is_file()]
     if missing:
         usage_error(f"{len(missing)} of the {len(entries)} corpus files are not on disk (first: {missing[0]}); "
                     f"they are never committed: restore them as {corpus / 'README.md'} says")
     return entries
+
+
+def is_legacy(entry: dict[str, Any]) -> bool:
+    """Whether the entry is a file with legacy gradient code (else a context file: a C++ op, a loader)."""
+    return bool(set(entry["patterns"]) & LEGACY_PATTERNS)
+
+
+def checkout(corpus: Path, entries: Iterable[dict[str, Any]], root: Path) -> dict[str, Path]:
+    """Each entry's file at its own path under `root/<owner>__<repo>/`, as in a checkout of the repository (so
+    the rewriter sees the op sources and loaders beside a gradient file): stored_as -> where it is."""
+    placed = {}
+    for entry in entries:
+        target = root / entry["repository"].replace("/", "__") / entry["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(corpus / entry["stored_as"], target)
+        placed[entry["stored_as"]] = target
+    return placed
+
+
+def rewrite_checkouts(placed: dict[str, Path], root: Path) -> dict[Path, RewriteResult]:
+    """compat-rewrite (without --in_place) on each repository's checkout under `root`, as a user runs it."""
+    results = {}
+    for repository in sorted({path.relative_to(root).parts[0] for path in placed.values()}):
+        for result in rewrite_paths([str(root / repository)]):
+            results[Path(result.path)] = result
+    return results
 
 
 def legacy_name_count(text: str) -> int:
@@ -144,9 +175,10 @@ def category(reason: str) -> str:
     return re.sub(r"\d+", "N", text)
 
 
-def static_pass(corpus: Path, entry: dict[str, Any]) -> FileReport:
-    """Audit, rewrite, parse and rewrite again one file; no TensorFlow, no user code."""
-    path = corpus / entry["stored_as"]
+def static_pass(corpus: Path, entry: dict[str, Any], path: Path, result: RewriteResult | None,
+                again: RewriteResult | None) -> FileReport:
+    """Audit one file of a checkout, and what the rewrite of the checkout (`result`) and its re-run on the
+    rewritten checkout (`again`) did to it; no TensorFlow, no user code."""
     report = FileReport(entry["stored_as"], entry["repository"], entry["path"])
     text = path.read_text(encoding="utf-8")
     audited = audit_file(str(path))
@@ -156,22 +188,38 @@ def static_pass(corpus: Path, entry: dict[str, Any]) -> FileReport:
         report.legacy_names = legacy_name_count(text)
         return report
     report.audit_sites = sorted((f.rule, f.line) for f in audited.findings if f.rule in RULES)
-    try:
-        result = rewrite_source(text, str(path))
-    except Exception as exc:  # noqa: BLE001 - a rewriter crash on real code is a measurement, not the end of the run
-        report.rewrite_error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if result is None or result.status in ("failed", "skipped"):
+        report.rewrite_error = result.reason if result is not None else "the rewrite of the checkout skipped it"
         report.defects = list(report.audit_sites)
         return report
     report.sites = [{**site.as_dict(), "category": category(site.reason) if site.outcome != "rewritten" else ""}
                     for site in result.sites]
-    report.changed = result.text != text
-    report.rewritten_text = result.text
-    report.parses = _parses(result.text)
-    report.idempotent = _idempotent(result.text, str(path))
+    report.changed = result.rewritten != text
+    report.rewritten_text = result.rewritten
+    report.parses = _parses(result.rewritten)
+    report.idempotent = again is not None and again.status not in ("failed", "skipped") and (
+        again.rewritten == result.rewritten)
     found = {(PATTERNS[site.pattern], site.line) for site in result.sites}
     report.defects = [site for site in report.audit_sites if site not in found]
     report.extra = sorted(found - set(report.audit_sites))
     return report
+
+
+def static_passes(corpus: Path, manifest: list[dict[str, Any]]) -> list[FileReport]:
+    """`static_pass` of every legacy file, its repository checked out with the context files the manifest has,
+    rewritten as a whole, then rewritten again from the rewritten checkout (idempotence)."""
+    with tempfile.TemporaryDirectory(prefix="rewrite-real-checkout-") as tmp:
+        placed = checkout(corpus, manifest, Path(tmp) / "first")
+        first = rewrite_checkouts(placed, Path(tmp) / "first")
+        rewritten_root = Path(tmp) / "again"
+        again_placed = checkout(corpus, manifest, rewritten_root)
+        for stored_as, path in again_placed.items():
+            done = first.get(placed[stored_as])
+            if done is not None and done.status not in ("failed", "skipped"):
+                path.write_text(done.rewritten, encoding="utf-8")
+        again = rewrite_checkouts(again_placed, rewritten_root)
+        return [static_pass(corpus, e, placed[e["stored_as"]], first.get(placed[e["stored_as"]]),
+                            again.get(again_placed[e["stored_as"]])) for e in manifest if is_legacy(e)]
 
 
 def _parses(text: str) -> bool:
@@ -180,13 +228,6 @@ def _parses(text: str) -> bool:
     except SyntaxError:
         return False
     return True
-
-
-def _idempotent(text: str, path: str) -> bool:
-    try:
-        return rewrite_source(text, path).text == text
-    except Exception:  # noqa: BLE001 - the rewriter failing on its own output is a failed idempotence check
-        return False
 
 
 def own_names(entry: dict[str, Any]) -> set[str]:
@@ -253,6 +294,11 @@ def import_pass(corpus: Path, reports: Sequence[FileReport], entries: dict[str, 
         for future in concurrent.futures.as_completed(futures):
             report, side = futures[future]
             report.imports[side] = future.result()
+    for report in todo:
+        original, rewritten = report.imports.get("original", {}), report.imports.get("rewritten", {})
+        if rewritten.get("status") == "failed" and original.get("status") == "failed" and all(
+                original.get(k) == rewritten.get(k) for k in ("type", "message")):
+            report.imports["rewritten"] = {**rewritten, "status": "fails_as_original"}
 
 
 def verify_pass(corpus: Path, reports: Sequence[FileReport], timeout: float) -> None:
@@ -359,7 +405,7 @@ def _import_cell(report: FileReport) -> str:
     if not report.imports:
         return "-"
     short = {"ok": "ok", "dependency_missing": "dep", "own_package_missing": "own", "op_library_missing": "so",
-             "failed": "FAIL", "timeout": "TIME"}
+             "fails_as_original": "asv1", "failed": "FAIL", "timeout": "TIME"}
     return "/".join(short[report.imports[side]["status"]] for side in ("original", "rewritten"))
 
 
@@ -428,9 +474,9 @@ def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     corpus = Path(args.corpus)
     manifest = load_manifest(corpus, args.files)
-    entries = {e["stored_as"]: e for e in manifest}
+    entries = {e["stored_as"]: e for e in manifest if is_legacy(e)}
     started = time.monotonic()
-    reports = [static_pass(corpus, entry) for entry in manifest]
+    reports = static_passes(corpus, manifest)
     if not args.noimport:
         import_pass(corpus, reports, entries, args.jobs, args.timeout)
     verify_pass(corpus, reports, args.timeout)

@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "rewrite_file": "compat.rewrite",
     "rewrite_paths": "compat.rewrite",
     "override_gradients": "compat.gradient_override",
+    "gradient_override_map": "compat.override_context",
     "GradientOverride": "compat.gradient_override",
     "GradientOverrideError": "compat.gradient_override",
 }

@@ -107,22 +107,28 @@ def override_gradients(fn: Callable[..., Any], gradients: Mapping[str, str | Gra
     if not callable(fn):
         raise TypeError(f"override_gradients: `fn` must be callable (a function or a Keras model), got "
                         f"{type(fn).__name__}")
-    if not isinstance(gradients, Mapping) or not gradients:
-        raise ValueError("override_gradients: `gradients` must be a non-empty mapping of op type to gradient, "
-                         "e.g. {'Relu': 'GuidedReLU'}")
-    gradient_map = {_op_type(op_type): _gradient_name(op_type, gradient) for op_type, gradient in gradients.items()}
+    gradient_map = checked_map(gradients, "override_gradients")
     return GradientOverride(fn, gradient_map, require_match=require_match, jit_compile=jit_compile,
                             reduce_retracing=reduce_retracing)
 
 
-def _op_type(op_type: object) -> str:
+def checked_map(gradients: object, who: str) -> dict[str, str]:
+    """op type -> registered gradient name, from what the user passed to `who`; ValueError saying what is wrong."""
+    if not isinstance(gradients, Mapping) or not gradients:
+        raise ValueError(f"{who}: `gradients` must be a non-empty mapping of op type to gradient, e.g. "
+                         "{'Relu': 'GuidedReLU'}")
+    return {_checked_op_type(op_type, who): _registered_name(op_type, gradient, who)
+            for op_type, gradient in gradients.items()}
+
+
+def _checked_op_type(op_type: object, who: str) -> str:
     from tensorflow.python.framework import op_def_registry
 
     if not isinstance(op_type, str) or op_def_registry.get(op_type) is None:
         known = _known_op_types()
         close = difflib.get_close_matches(str(op_type), known, n=1) if isinstance(op_type, str) else []
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"override_gradients: {op_type!r} is not an op type TensorFlow knows{hint}: the keys are op "
+        raise ValueError(f"{who}: {op_type!r} is not an op type TensorFlow knows{hint}: the keys are op "
                          "types as in `op.type` (`Relu`, `MatMul`); load a custom op's library first")
     return op_type
 
@@ -133,19 +139,19 @@ def _known_op_types() -> list[str]:
     return sorted(data.load().op_types)
 
 
-def _gradient_name(op_type: str, gradient: str | GradientFunction) -> str:
+def _registered_name(op_type: str, gradient: str | GradientFunction, who: str) -> str:
     from tensorflow.python.framework import ops
 
     if isinstance(gradient, str):
         try:
             ops._gradient_registry.lookup(gradient)
         except LookupError:
-            raise ValueError(f"override_gradients: the gradient for {op_type!r}, {gradient!r}, is not registered: "
+            raise ValueError(f"{who}: the gradient for {op_type!r}, {gradient!r}, is not registered: "
                              f"register it first (`@tf.RegisterGradient({gradient!r})`, by importing the module "
                              "that does) or pass the gradient function itself") from None
         return gradient
     if not callable(gradient):
-        raise ValueError(f"override_gradients: the gradient for {op_type!r} must be a registered gradient name or "
+        raise ValueError(f"{who}: the gradient for {op_type!r} must be a registered gradient name or "
                          f"a function (op, *grads), got {type(gradient).__name__}")
     return _register(gradient)
 
@@ -167,18 +173,9 @@ def check_graph(graph: Any, gradient_map: Mapping[str, str], what: str, require_
     operations = graph.get_operations()
     functions = graph.as_graph_def().library.function
     overridden = [op for op in operations if op.type in gradient_map]
-    nested = sorted({f"{node.op} in `{function.signature.name}`"
-                     for function in functions
-                     for node in function.node_def
-                     if node.op in gradient_map and "_gradient_op_type" not in node.attr})
-    if nested:
-        raise GradientOverrideError(
-            f"override_gradients({what}): {', '.join(nested[:5])}{' ...' if len(nested) > 5 else ''} is built "
-            "in a graph of its own (a tf.cond or tf.while_loop branch, a Keras RNN's loop, or a nested "
-            "tf.function), where the override map does not reach: its gradient would be the op's own. Wrap that "
-            "op in a @tf.custom_gradient instead, or pass the plain Python function of a nested tf.function")
+    check_nested(graph, gradient_map, f"override_gradients({what})")
     tapes = _tape_ops(operations, functions)
-    if tapes and (overridden or nested):
+    if tapes and overridden:
         raise GradientOverrideError(
             f"override_gradients({what}): a tf.GradientTape inside the function takes gradients (`{tapes[0]}`), "
             "and a tape looks gradients up by op type, ignoring the override map: take the gradient outside the "
@@ -188,6 +185,21 @@ def check_graph(graph: Any, gradient_map: Mapping[str, str], what: str, require_
             f"override_gradients({what}): no op of type {', '.join(sorted(gradient_map))} was built, so nothing "
             "is overridden: check the op types (print [op.type for op in tf.function(fn).get_concrete_function("
             "...).graph.get_operations()]), or pass require_match=False")
+
+
+def check_nested(graph: Any, gradient_map: Mapping[str, str], what: str, skip: frozenset[str] = frozenset()) -> None:
+    """Raise GradientOverrideError if a function of `graph` (not named in `skip`) builds an op of an overridden
+    type without the override: a branch or a nested tf.function, where the map does not reach."""
+    nested = sorted({f"{node.op} in `{function.signature.name}`"
+                     for function in graph.as_graph_def().library.function if function.signature.name not in skip
+                     for node in function.node_def
+                     if node.op in gradient_map and "_gradient_op_type" not in node.attr})
+    if nested:
+        raise GradientOverrideError(
+            f"{what}: {', '.join(nested[:5])}{' ...' if len(nested) > 5 else ''} is built in a graph of its own "
+            "(a tf.cond or tf.while_loop branch, a Keras RNN's loop, or a nested tf.function), where the override "
+            "map does not reach: its gradient would be the op's own. Wrap that op in a @tf.custom_gradient "
+            "instead, or pass the plain Python function of a nested tf.function")
 
 
 def _tape_ops(operations: Iterable[Any], functions: Iterable[Any]) -> list[str]:

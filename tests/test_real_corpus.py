@@ -26,7 +26,9 @@ LICENCES = {
     "ISC": ("Permission to use, copy, modify", "Copyright"),
 }
 FIELDS = {"repository", "path", "commit", "licence", "url", "sha256", "stored_as", "patterns"}
-PATTERN_NAMES = {"RegisterGradient", "gradient_override_map", "grad_func", "python_grad_func", "load_op_library"}
+LEGACY_PATTERNS = {"RegisterGradient", "gradient_override_map", "grad_func", "python_grad_func"}
+PATTERN_NAMES = LEGACY_PATTERNS | {"load_op_library", "REGISTER_OP"}
+CONTEXT_KINDS = {"op_definition", "op_loader"}  # a checkout's files beside the legacy ones: C++ ops, their loaders
 
 
 def _entries() -> list[dict[str, Any]]:
@@ -53,8 +55,25 @@ def test_every_entry_pins_its_origin() -> None:
 
 
 def test_the_corpus_is_as_large_as_its_brief_asks() -> None:
+    legacy = [e for e in _entries() if set(e["patterns"]) & LEGACY_PATTERNS]
+    assert len(legacy) >= 45 and len({e["repository"] for e in legacy}) >= 28
+
+
+def test_context_files_define_ops_for_a_legacy_file_of_their_own_repository() -> None:
     entries = _entries()
-    assert len(entries) >= 45 and len({e["repository"] for e in entries}) >= 28
+    legacy_dirs = {(e["repository"], e["path"].rsplit("/", 1)[0]) for e in entries
+                   if set(e["patterns"]) & LEGACY_PATTERNS}
+    for entry in entries:
+        if set(entry["patterns"]) & LEGACY_PATTERNS:
+            assert entry.get("kind") not in CONTEXT_KINDS, entry["stored_as"]
+            continue
+        where = f"tests/data/real/MANIFEST.json entry {entry['stored_as']!r}"
+        assert entry.get("kind") in CONTEXT_KINDS, f"{where}: with no legacy pattern, a kind of {CONTEXT_KINDS}"
+        expected = "REGISTER_OP" if entry["kind"] == "op_definition" else "load_op_library"
+        assert entry["patterns"] == [expected], where
+        directory = entry["path"].rsplit("/", 1)[0]
+        assert any(repo == entry["repository"] and (directory == d or directory.startswith(d + "/"))
+                   for repo, d in legacy_dirs), f"{where}: no legacy file of its repository in or above its directory"
 
 
 def test_every_repository_has_its_licence_text() -> None:

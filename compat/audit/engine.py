@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import collections
 import dataclasses
 import multiprocessing
@@ -9,6 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 
+from compat.audit import custom_ops
 from compat.audit import data as tf_data
 from compat.audit.branches import exclusive
 from compat.audit.findings import FileResult, Finding, Site, display_path
@@ -136,17 +138,34 @@ def tree_findings(registrations: Iterable[Site], override_targets: Iterable[Site
 
 
 def op_type_registrations(findings: list[Finding], registrations: Iterable[Site], override_targets: Iterable[Site],
-                          data: tf_data.TFData, op_library_files: set[str]) -> list[Finding]:
+                          data: tf_data.TFData, op_library_files: set[str],
+                          native_ops: Mapping[str, str] | None = None,
+                          runtime_targets: Iterable[Site] = ()) -> list[Finding]:
     """`findings` with each GC003 that registers the gradient of a real op type (a TensorFlow op that has none of
-    its own, or one from a file that calls tf.load_op_library) that no override map in the tree uses turned into
-    a note: TF2's tapes look gradients up by op type, so it is valid TF2 as it stands."""
+    its own, a custom op a C++ source of the tree registers (`native_ops`), or one from a file that calls
+    tf.load_op_library or imports a module next to it that does) that no override map in the tree uses turned
+    into a note: TF2's tapes look gradients up by op type, so it is valid TF2 as it stands."""
     used = {site.name for site in override_targets}
+    runtime = {site.name for site in runtime_targets}
     by_place = {(site.path, site.line, site.col): site for site in registrations}
+    loaders: dict[str, str | None] = {}
+    beside: dict[str, dict[str, str]] = {}
     out = []
     for finding in findings:
         site = by_place.get((finding.path, finding.line, finding.col)) if finding.rule == "GC003" else None
-        kind = unused_op_type(site, used, data, op_library_files) if site is not None else None
-        if site is not None and kind is not None:
+        kind = unused_op_type(site, used, data, op_library_files, native_ops) if site is not None else None
+        if site is not None and kind is None and site.name not in used:  # evidence next to the file
+            if site.path not in loaders:
+                loaders[site.path] = _imported_op_library(site.path)
+                beside[site.path] = custom_ops.op_types_beside(site.path)
+            kind = unused_op_type(site, used, data, set(), beside[site.path]) or _imported_kind(loaders[site.path])
+        if site is not None and kind is None and site.name not in used and site.name in runtime:
+            finding = dataclasses.replace(
+                finding, severity=str(Severity.NOTE),
+                message=f"RegisterGradient({site.name!r}) is used by compat.gradient_override_map (gradcompat's TF2 "
+                        "form of an override map), which looks gradients up by name: valid TF2 as it is",
+                suggestion="Keep it.")
+        elif site is not None and kind is not None:
             finding = dataclasses.replace(
                 finding, severity=str(Severity.NOTE),
                 message=f"RegisterGradient({site.name!r}) registers the gradient of op type {site.name!r} itself "
@@ -158,16 +177,33 @@ def op_type_registrations(findings: list[Finding], registrations: Iterable[Site]
 
 
 def unused_op_type(site: Site, used: set[str] | frozenset[str], data: tf_data.TFData,
-                   op_library_files: set[str] | frozenset[str]) -> str | None:
+                   op_library_files: set[str] | frozenset[str],
+                   native_ops: Mapping[str, str] | None = None) -> str | None:
     """What real op type `site` registers the gradient of, if no override map uses its name ("a TensorFlow op",
-    "an op this file loads with tf.load_op_library"), else None (the rewriter keeps such registrations as well)."""
+    "a custom op: REGISTER_OP(...) in FILE", "an op this file loads with tf.load_op_library"), else None (the
+    rewriter keeps such registrations as well)."""
     if site.name in used:
         return None
     if site.name in data.op_types and site.name not in data.gradient_names:
         return "a TensorFlow op"
+    if native_ops and site.name in native_ops:
+        return f"a custom op: REGISTER_OP({site.name!r}) in {native_ops[site.name]}"
     if site.path in op_library_files:
         return "an op this file loads with tf.load_op_library"
     return None
+
+
+def _imported_kind(loader: str | None) -> str | None:
+    return None if loader is None else f"an op `{loader}`, which this file imports, loads with tf.load_op_library"
+
+
+def _imported_op_library(path: str) -> str | None:
+    """The module next to `path` that it imports and that calls tf.load_op_library, or None (unreadable too)."""
+    source = custom_ops.read_regular(path, DEFAULT_MAX_PARSE_BYTES, b"import")
+    try:
+        return custom_ops.imported_op_library(path, ast.parse(source)) if source else None
+    except (SyntaxError, ValueError, RecursionError):
+        return None
 
 
 def _exclusive(a: Site, b: Site) -> bool:
@@ -207,11 +243,13 @@ def audit_paths(
       >>> report = audit_paths(["src/"], excludes=["*_pb2.py"])
       >>> [f"{f.path}:{f.line}: {f.rule}" for f in report.findings]
     """
+    paths = list(paths)
     data = tf_data.load()
     opts = _Options(strict=strict, max_file_bytes=max_file_bytes, max_parse_bytes=max_parse_bytes)
     findings: list[Finding] = []
     registrations: list[Site] = []
     targets: list[Site] = []
+    runtime_targets: list[Site] = []
     op_library_files: set[str] = set()
     scanned = parsed = unreadable = lines = 0
     files = iter_python_files(paths, excludes, default_excludes=default_excludes)
@@ -223,10 +261,14 @@ def audit_paths(
         findings.extend(result.findings)
         registrations.extend(result.registrations)
         targets.extend(result.override_targets)
+        runtime_targets.extend(result.runtime_targets)
         if result.loads_op_library:
             op_library_files.add(result.path)
         if on_file is not None:
             on_file(result)
     findings.extend(tree_findings(registrations, targets, data.gradient_names))
-    findings = op_type_registrations(findings, registrations, targets, data, op_library_files)
+    native_ops = custom_ops.registered_op_types(paths, excludes, default_excludes=default_excludes) if any(
+        f.rule == "GC003" for f in findings) else {}
+    findings = op_type_registrations(findings, registrations, targets, data, op_library_files, native_ops,
+                                     runtime_targets)
     return AuditReport(tuple(sorted(findings)), scanned, parsed, unreadable, lines, data.version)

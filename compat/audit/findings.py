@@ -90,6 +90,7 @@ class FileResult:
       findings: per-file findings, GC000 included.
       registrations: gradient names this file registers with a literal `RegisterGradient("Name")`.
       override_targets: literal values of `gradient_override_map` entries (registered gradient names).
+      runtime_targets: literal values of `compat.gradient_override_map` entries (gradcompat's TF2 form of a map).
       loads_op_library: the file calls `tf.load_op_library`: its registrations may name the custom ops it loads.
     """
 
@@ -99,6 +100,7 @@ class FileResult:
     findings: tuple[Finding, ...] = ()
     registrations: tuple[Site, ...] = ()
     override_targets: tuple[Site, ...] = ()
+    runtime_targets: tuple[Site, ...] = ()
     loads_op_library: bool = False
 
     @property

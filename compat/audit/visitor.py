@@ -22,6 +22,7 @@ from compat.audit.traverse import LineSet, iter_nodes, iter_statements, nodes_on
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 # Calls that switch a whole file to graph mode, making every custom_gradient graph-mode.
 _GRAPH_MODE_SWITCHES = frozenset({"disable_eager_execution", "disable_v2_behavior", "Session"})
+RUNTIME_MAP = "compat.gradient_override_map"  # gradcompat's TF2 form of a map: not a legacy site
 _NUMPY = re.compile(r"\bnumpy\b")  # only functions with this word on one of their lines can call .numpy()
 _LEGACY_RULES = frozenset({"GC001", "GC002", "GC003", "GC004"})
 _TRIGGER_APIS = frozenset({"Defun", "RegisterGradient", "custom_gradient", "function"})
@@ -71,6 +72,7 @@ class ModuleAudit:
         self.tf1_findings: list[Finding] = []
         self.registrations: list[Site] = []
         self.override_targets: list[Site] = []
+        self.runtime_targets: list[Site] = []
         self.defs: dict[str, list[_FunctionNode]] = defaultdict(list)
         self.dict_assigns: dict[str, list[ast.AST]] = defaultdict(list)
         self.grad_fns: list[_GradFn] = []
@@ -142,6 +144,7 @@ class ModuleAudit:
             findings=tuple(sorted(findings)),
             registrations=tuple(self.registrations),
             override_targets=tuple(self.override_targets),
+            runtime_targets=tuple(self.runtime_targets),
             loads_op_library=bool(self.registrations) and self._loads_op_library(),
         )
 
@@ -194,7 +197,10 @@ class ModuleAudit:
         elif leaf == "RegisterGradient":
             self._visit_register(node)
         elif self._member(node.func) == "gradient_override_map":
-            self._visit_override_map(node)
+            if self.imports.qualname(node.func) == RUNTIME_MAP:
+                self._visit_runtime_map(node)
+            else:
+                self._visit_override_map(node)
         elif leaf == "function" and self._is_tf_function(node.func) and node.args:
             arg = node.args[0]
             if isinstance(arg, ast.Name):
@@ -291,6 +297,15 @@ class ModuleAudit:
             if key:
                 self.override_pairs.append((key, value or ""))
                 self._check_op_type(key, key_node)
+
+    def _visit_runtime_map(self, node: ast.Call) -> None:
+        """gradcompat's TF2 form of a map (what compat-rewrite writes for a map around a `yield`): no finding,
+        but the gradients it names are used."""
+        arg = node.args[0] if node.args else None
+        for _, value_node in self._mapping_items(arg) if arg is not None else []:
+            value = _str(value_node)
+            if value:
+                self.runtime_targets.append(self._site(value, value_node))
 
     def _check_op_type(self, key: str, node: ast.AST) -> None:
         if key in self.data.op_types:

@@ -65,8 +65,10 @@ def is_default_excluded(directory: str) -> bool:
 
 
 def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = (), *, default_excludes: bool = True,
-                      on_default_excluded: Callable[[str], None] | None = None) -> Iterator[str]:
-    """Yield `.py` files under `paths` (files given explicitly are yielded whatever their suffix).
+                      on_default_excluded: Callable[[str], None] | None = None,
+                      suffixes: tuple[str, ...] = (".py",)) -> Iterator[str]:
+    """Yield `.py` files (or files ending in one of `suffixes`) under `paths` (files given explicitly are yielded
+    whatever their suffix).
 
     Directories are walked in sorted order following symlinks, but each real directory (device, inode) is
     entered once, so symlink loops end. A directory that cannot be listed is yielded itself (it becomes a
@@ -83,11 +85,11 @@ def iter_python_files(paths: Iterable[str], excludes: Iterable[str] = (), *, def
                 yield _posix(root)
             continue
         skip_defaults = default_excludes and not is_default_excluded(root)
-        yield from _walk(root, excludes, skip_defaults, on_default_excluded)
+        yield from _walk(root, excludes, skip_defaults, on_default_excluded, suffixes)
 
 
 def _walk(root: str, excludes: tuple[str, ...], skip_defaults: bool,
-          on_default_excluded: Callable[[str], None] | None) -> Iterator[str]:
+          on_default_excluded: Callable[[str], None] | None, suffixes: tuple[str, ...]) -> Iterator[str]:
     visited: set[tuple[int, int]] = set()
     unlisted: list[OSError] = []
     for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted.append, followlinks=True):
@@ -122,7 +124,7 @@ def _walk(root: str, excludes: tuple[str, ...], skip_defaults: bool,
             kept.append(d)
         dirnames[:] = kept
         for name in sorted(filenames):
-            if not name.endswith(".py"):
+            if not name.endswith(suffixes):
                 continue
             full = _posix(os.path.join(dirpath, name))
             if excludes and (_is_excluded(rel_dir + name, excludes) or _is_excluded(full, excludes)):

@@ -119,7 +119,7 @@ class ApplyPlan(cst.CSTTransformer):
                                (a.comma if isinstance(a.comma, cst.Comma) else cst.Comma(
                                    whitespace_after=cst.SimpleWhitespace(" "))))
                 for i, a in enumerate(args)]
-        return cst.Call(func=cst.Name(edit.function), args=args, lpar=updated.lpar, rpar=updated.rpar,
+        return cst.Call(func=cst.parse_expression(edit.function), args=args, lpar=updated.lpar, rpar=updated.rpar,
                         whitespace_before_args=updated.whitespace_before_args)
 
     def _unwrap(self, original: cst.With, updated: cst.With) -> list[cst.BaseStatement]:
@@ -200,6 +200,9 @@ class ApplyPlan(cst.CSTTransformer):
         extra: list[Any] = []
         if self.plan.add_tf_import:
             extra.append(cst.parse_statement(f"import tensorflow as {self.plan.tf_alias}\n"))
+        if self.plan.compat_alias is not None:
+            alias = self.plan.compat_alias
+            extra.append(cst.parse_statement("import compat\n" if alias == "compat" else f"import compat as {alias}\n"))
         extra += [_with_blank_lines(h, 2) for h in self.plan.helpers]
         if extra:
             at = _insertion_point(body, extra)

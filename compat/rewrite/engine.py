@@ -13,7 +13,15 @@ from compat.rewrite.defun import find_defuns, plan_defuns
 from compat.rewrite.kept import TreeFacts, audit_source, kept_registrations
 from compat.rewrite.names import local_names
 from compat.rewrite.newlines import keep_final_newlines
-from compat.rewrite.override_map import OverrideNest, OverrideUse, find_nests, grad_key, stray_map_calls
+from compat.rewrite.override_map import (
+    GradKey,
+    OverrideNest,
+    OverrideUse,
+    find_nests,
+    grad_key,
+    runtime_map_values,
+    stray_map_calls,
+)
 from compat.rewrite.partial import apply_plan, plan_node_ids
 from compat.rewrite.plan import CallEdit, Plan
 from compat.rewrite.register_gradient import Registration, build, check_uses, find_registrations, new_name
@@ -59,8 +67,9 @@ def _plan_overrides(ctx: ModuleContext, plan: Plan, kept: dict[int, str]) -> Non
     by_key = {r.key: r for r in registrations if r.key is not None}
     duplicated = {r.key for r in registrations if r.key is not None} if len(by_key) != len(
         [r for r in registrations if r.key is not None]) else set()
+    runtime = _runtime_map_values(ctx, nests)
     for nest in nests:
-        for use in nest.uses:
+        for use in nest.uses if not nest.runtime_map else ():
             reg = by_key.get(use.gradient)
             if reg is not None:
                 reg.uses.append(use)
@@ -77,6 +86,9 @@ def _plan_overrides(ctx: ModuleContext, plan: Plan, kept: dict[int, str]) -> Non
             reg.refuse(f"gradient {reg.shown} is registered more than once in this file: rewrite by hand")
         elif reg.line in kept and not reg.uses:
             reg.kept = kept[reg.line]
+        elif not reg.uses and reg.key in runtime:
+            reg.kept = (f"gradient {reg.shown} is used by the override map at line {runtime[reg.key]}, entered "
+                        "with compat.gradient_override_map, which looks it up by name: valid TF2 as it is; kept")
         elif not reg.uses and reg.key in blocked:
             reg.refuse(f"an override map using gradient {reg.shown} is not rewritten (see the TODO there): fix "
                        "that, or rewrite both by hand")
@@ -92,9 +104,21 @@ def _plan_overrides(ctx: ModuleContext, plan: Plan, kept: dict[int, str]) -> Non
 
 def _refused_map_values(ctx: ModuleContext, nests: list[OverrideNest]) -> set[object]:
     """The gradient names the maps left as TODOs use (their ops unseen: no use links them to registrations)."""
-    return {grad_key(ctx, element.value) for nest in nests if nest.problem for call in nest.map_calls
+    return {key for nest in nests if nest.problem and not nest.runtime_map for key, _ in _map_values(ctx, nest)}
+
+
+def _runtime_map_values(ctx: ModuleContext, nests: list[OverrideNest]) -> dict[GradKey | None, int]:
+    """Gradient name -> line of the map using it, for maps entered with `compat.gradient_override_map` (now, or
+    by an earlier run)."""
+    found: dict[GradKey | None, int] = {key: line for key, line in runtime_map_values(ctx).items()}
+    found.update({key: line for nest in nests if nest.runtime_map for key, line in _map_values(ctx, nest)})
+    return found
+
+
+def _map_values(ctx: ModuleContext, nest: OverrideNest) -> list[tuple[GradKey | None, int]]:
+    return [(grad_key(ctx, element.value), ctx.line(call)) for call in nest.map_calls
             if call.args and isinstance(call.args[0].value, cst.Dict)
-            for element in call.args[0].value.elements if isinstance(element, cst.DictElement)}
+            for element in call.args[0].value.elements if isinstance(element, cst.DictElement)]
 
 
 def _settle(ctx: ModuleContext, nests: list[OverrideNest], registrations: list[Registration]) -> None:
@@ -114,6 +138,9 @@ def _settle(ctx: ModuleContext, nests: list[OverrideNest], registrations: list[R
 
 
 def _plan_nest(ctx: ModuleContext, plan: Plan, nest: OverrideNest, by_key: dict) -> None:
+    if nest.runtime_map:
+        _plan_runtime_map(ctx, plan, nest)
+        return
     if nest.problem is not None:
         for call in nest.map_calls:
             plan.todo(nest.outer, ctx.line(call), "override_map", nest.problem)
@@ -132,6 +159,19 @@ def _plan_nest(ctx: ModuleContext, plan: Plan, nest: OverrideNest, by_key: dict)
     for call in nest.map_calls:
         ops = sorted({f"{u.op_type}->{u.shown}" for u in nest.uses}) or ["no op in the block"]
         plan.rewritten(ctx.line(call), "override_map", "custom_gradient for " + ", ".join(ops))
+
+
+def _plan_runtime_map(ctx: ModuleContext, plan: Plan, nest: OverrideNest) -> None:
+    """The block yields: its ops are built by the caller, so the map stays, entered the way TF2 honours it."""
+    if plan.compat_alias is None:
+        plan.compat_alias = "compat" if "compat" not in ctx.used_names else ctx.fresh("gradcompat")
+    plan.graph_handles |= nest.handles
+    for call in nest.map_calls:
+        plan.calls[id(call)] = CallEdit(f"{plan.compat_alias}.gradient_override_map", (0,))
+        plan.rewritten(ctx.line(call), "override_map",
+                       "compat.gradient_override_map: the block yields, so the caller builds the ops; entered "
+                       "while a graph is built (a tf.function, a tf.compat.v1 graph) it overrides them for graph "
+                       "gradients and tapes, and it raises eagerly, where TF2 could not honour it")
 
 
 def _builtin_helper(ctx: ModuleContext, plan: Plan, use: OverrideUse) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 import libcst as cst
 
 from compat.audit import token_scan
+from compat.audit.custom_ops import registered_op_types
 from compat.audit.engine import audit_file
 from compat.audit.walker import iter_python_files
 from compat.rewrite import tree
@@ -179,11 +180,15 @@ def rewrite_paths(
     `on_default_excluded`); a path given in `paths` is always rewritten. A map using a gradient registered in
     another file of `paths` is rewritten with it where that is provably the same function (`compat.rewrite.tree`).
     """
+    paths = list(paths)
     files = list(_files(paths, excludes, default_excludes=default_excludes, on_default_excluded=on_default_excluded))
     registry = tree.index(_texts(files, max_file_bytes))
     # A gradient one file registers may be used by an override map in another: a registration is only `kept`
     # when no map in any of the files uses it (the audit's tree-wide GC003 note).
-    facts = TreeFacts.of(audit_file(path, max_file_bytes=max_file_bytes) for path in files if os.path.isfile(path))
+    audits = [audit_file(path, max_file_bytes=max_file_bytes) for path in files if os.path.isfile(path)]
+    native_ops = registered_op_types(paths, excludes, default_excludes=default_excludes) if any(
+        a.registrations for a in audits) else {}
+    facts = TreeFacts.of(audits, native_ops)
     for path in files:
         result = rewrite_file(path, in_place=in_place, max_file_bytes=max_file_bytes, registry=registry,
                               facts=facts)

@@ -22,9 +22,32 @@ _NO_OP_CALLS = frozenset({"name_scope", "compat.v1.name_scope", "python.framewor
 _OPERATORS = (cst.BinaryOperation, cst.Comparison, cst.Subscript, cst.AugAssign)
 
 
+RUNTIME_MAP = "compat.gradient_override_map"  # gradcompat's TF2 form of a map (what a yielding block becomes)
+
+
 def is_map_call(node: cst.CSTNode) -> bool:
+    """A `X.gradient_override_map(...)` call, the legacy one or gradcompat's."""
     return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
             and node.func.attr.value == "gradient_override_map")
+
+
+def is_legacy_map_call(ctx: ModuleContext, node: cst.CSTNode) -> bool:
+    """A TF1 `graph.gradient_override_map(...)` call (not gradcompat's `compat.gradient_override_map`)."""
+    return is_map_call(node) and ctx.qualname(node.func) != RUNTIME_MAP  # type: ignore[attr-defined]
+
+
+def runtime_map_values(ctx: ModuleContext) -> dict[GradKey, int]:
+    """Gradient name -> line, for the literal entries of the module's `compat.gradient_override_map` calls."""
+    found: dict[GradKey, int] = {}
+    for node in ctx.walk(ctx.module):
+        if is_map_call(node) and not is_legacy_map_call(ctx, node):
+            assert isinstance(node, cst.Call)
+            value = node.args[0].value if node.args else None
+            for element in value.elements if isinstance(value, cst.Dict) else ():
+                key = grad_key(ctx, element.value) if isinstance(element, cst.DictElement) else None
+                if key is not None:
+                    found.setdefault(key, ctx.line(node))
+    return found
 
 
 def grad_key(ctx: ModuleContext, expr: cst.BaseExpression) -> GradKey | None:
@@ -76,29 +99,45 @@ class OverrideNest:
     handles: set[str] = dataclasses.field(default_factory=set)
     problem: str | None = None
     seen: int = 0  # calls in the blocks that the rewriter knows the ops of
+    following: frozenset[int] = frozenset()  # ids of this module's functions being followed into (recursion)
+    yields: bool = False  # the block yields: its ops are built by code outside it
+    map_problem: str | None = None  # why not even compat.gradient_override_map could replace the map as it is
 
     def refuse(self, reason: str) -> None:
         if self.problem is None:
             self.problem = reason
 
+    def refuse_map(self, reason: str) -> None:
+        """Refuse the map itself (its graph, its binding), whatever the block holds."""
+        self.refuse(reason)
+        if self.map_problem is None:
+            self.map_problem = reason
 
-def _map_items(with_node: cst.With) -> list[int]:
-    return [i for i, item in enumerate(with_node.items) if is_map_call(item.item)]
+    @property
+    def runtime_map(self) -> bool:
+        """Whether the map is kept, entered with `compat.gradient_override_map` instead: the block yields (a
+        @contextmanager's caller builds the ops), and every map is one literal argument on the default graph."""
+        return self.yields and self.map_problem is None and all(
+            len(call.args) == 1 and not call.args[0].keyword and not call.args[0].star for call in self.map_calls)
+
+
+def _map_items(ctx: ModuleContext, with_node: cst.With) -> list[int]:
+    return [i for i, item in enumerate(with_node.items) if is_legacy_map_call(ctx, item.item)]
 
 
 def find_nests(ctx: ModuleContext) -> list[OverrideNest]:
     """Every outermost override block, analysed."""
     nests = []
     for node in ctx.walk(ctx.module):
-        if isinstance(node, cst.With) and _map_items(node) and not any(
-                isinstance(a, cst.With) and _map_items(a) for a in ctx.ancestors(node)):
+        if isinstance(node, cst.With) and _map_items(ctx, node) and not any(
+                isinstance(a, cst.With) and _map_items(ctx, a) for a in ctx.ancestors(node)):
             nests.append(_analyse(ctx, node))
     return nests
 
 
 def stray_map_calls(ctx: ModuleContext) -> list[cst.Call]:
     """`gradient_override_map(...)` calls that are not a `with` item (entered by hand, stored, ...)."""
-    return [n for n in ctx.walk(ctx.module) if isinstance(n, cst.Call) and is_map_call(n)
+    return [n for n in ctx.walk(ctx.module) if isinstance(n, cst.Call) and is_legacy_map_call(ctx, n)
             and not isinstance(ctx.parent(n), cst.WithItem)]
 
 
@@ -134,7 +173,7 @@ def _check_graph(ctx: ModuleContext, call: cst.Call, nest: OverrideNest) -> None
         found = ctx.assigned_value(graph)
         if found and ctx.is_default_graph_call(found[1]):
             if isinstance(found[0].scope, meta.GlobalScope | meta.ClassScope):
-                nest.refuse(f"`{graph.value}` is the default graph at import time, so the map only applies to "
+                nest.refuse_map(f"`{graph.value}` is the default graph at import time, so the map only applies to "
                             "ops built in that graph: check where this code runs, then use a "
                             "@tf.custom_gradient by hand")
             else:
@@ -142,13 +181,13 @@ def _check_graph(ctx: ModuleContext, call: cst.Call, nest: OverrideNest) -> None
                 if switch is None:
                     nest.handles.add(graph.value)
                 else:
-                    nest.refuse(f"`{graph.value}` may not be the default graph where the map is entered "
-                                f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
-                                "graph the ops are built in, then use a @tf.custom_gradient by hand")
+                    nest.refuse_map(f"`{graph.value}` may not be the default graph where the map is entered "
+                                    f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
+                                    "graph the ops are built in, then use a @tf.custom_gradient by hand")
             return
     if isinstance(graph, cst.Name) and _entered_as_default(ctx, graph, call, nest):
         return
-    nest.refuse(f"the map is entered on `{ctx.code(graph)}`, which the rewriter cannot prove is the graph the ops "
+    nest.refuse_map(f"the map is entered on `{ctx.code(graph)}`, which the rewriter cannot prove is the graph the ops "
                 "are built in: rewrite the overridden ops as @tf.custom_gradient by hand")
 
 
@@ -176,9 +215,9 @@ def _entered_as_default(ctx: ModuleContext, graph: cst.Name, map_call: cst.Call,
                 switch = next((ctx.code(i.item) for i in later if _switch_leaf(i.item)), None) or _graph_switch(
                     ctx, item, map_call)
                 if switch is not None:
-                    nest.refuse(f"`{graph.value}` may not be the default graph where the map is entered "
-                                f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
-                                "graph the ops are built in, then use a @tf.custom_gradient by hand")
+                    nest.refuse_map(f"`{graph.value}` may not be the default graph where the map is entered "
+                                    f"(`{switch}` changes it), and TF1 ignores a map on another graph: check which "
+                                    "graph the ops are built in, then use a @tf.custom_gradient by hand")
                 return True
     return False
 
@@ -264,8 +303,8 @@ def _analyse(ctx: ModuleContext, outer: cst.With) -> OverrideNest:
 
 
 def _scan(ctx: ModuleContext, node: cst.CSTNode, active: dict[str, tuple[GradKey, str]], nest: OverrideNest) -> None:
-    if isinstance(node, cst.With) and _map_items(node):
-        indices = _map_items(node)
+    if isinstance(node, cst.With) and _map_items(ctx, node):
+        indices = _map_items(ctx, node)
         nest.withs.append(node)
         nest.items[id(node)] = indices
         inner = dict(active)
@@ -274,7 +313,7 @@ def _scan(ctx: ModuleContext, node: cst.CSTNode, active: dict[str, tuple[GradKey
                 assert isinstance(item.item, cst.Call)
                 nest.map_calls.append(item.item)
                 if item.asname is not None:
-                    nest.refuse("the override map is bound with `as`: rewrite by hand")
+                    nest.refuse_map("the override map is bound with `as`: rewrite by hand")
                 _check_graph(ctx, item.item, nest)
                 inner.update(_parse_map(ctx, item.item, nest))
             else:
@@ -282,6 +321,7 @@ def _scan(ctx: ModuleContext, node: cst.CSTNode, active: dict[str, tuple[GradKey
         _scan(ctx, node.body, inner, nest)
         return
     if isinstance(node, cst.Yield | cst.Await):
+        nest.yields = nest.yields or isinstance(node, cst.Yield)
         word = "yields" if isinstance(node, cst.Yield) else "awaits"
         gradients = "{" + ", ".join(f'"{op_type}": {shown}' for op_type, (_, shown) in sorted(active.items())) + "}"
         nest.refuse(f"the override block {word}, so the map is also active in code outside it that the rewriter "
@@ -310,6 +350,8 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
     if path in _NO_OP_CALLS or not active:
         return
     wrapper = tf_ops.lookup(path)
+    if wrapper is None and _follow(ctx, call, active, nest):
+        return
     if wrapper is None:
         nest.refuse(f"the override block calls `{ctx.code(call.func)}`, code the rewriter cannot see into, which "
                     f"may create ops of the overridden types ({', '.join(sorted(active))}): wrap each overridden "
@@ -334,6 +376,44 @@ def _scan_call(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradK
     op_type = wrapper.single_op
     gradient, shown = active[op_type]
     nest.uses.append(OverrideUse(call, wrapper, op_type, gradient, shown, found[0], found[1], nest))
+
+
+def _follow(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradKey, str]], nest: OverrideNest) -> bool:
+    """Whether `call` runs a plain function of this module whose ops the rewriter sees and that creates none of the
+    overridden types (then the map changes nothing in it); False, or the nest refused, otherwise."""
+    function = _module_function(ctx, call.func)
+    if function is None:
+        return False
+    if id(function) in nest.following:
+        nest.refuse(f"the override block calls `{function.name.value}`, which calls itself: rewrite by hand")
+        return True
+    probe = OverrideNest(nest.outer, following=nest.following | {id(function)})
+    _scan(ctx, function.body, active, probe)
+    where = f"the override block calls `{function.name.value}` (line {ctx.line(function)})"
+    hint = _runtime_helper_hint(ctx, call, active, nest)
+    how = f"wrap each overridden op in a @tf.custom_gradient by hand, or {hint}"
+    if probe.problem is not None:  # its reason, up to its own how-to, then the how-to for this call
+        inner = probe.problem.split(": ", 1)[0].removeprefix("the override block ")
+        nest.refuse(f"{where}, which {inner}: {how}")
+    elif probe.uses:
+        types = sorted({use.op_type for use in probe.uses})
+        nest.refuse(f"{where}, which creates {', '.join(types)} ops the map overrides, and may be called without "
+                    f"the map too: {how}")
+    nest.seen += probe.seen
+    return True
+
+
+def _module_function(ctx: ModuleContext, func: cst.BaseExpression) -> cst.FunctionDef | None:
+    """The module-level, undecorated, synchronous `def` that the name `func` always refers to, or None."""
+    if not isinstance(func, cst.Name):
+        return None
+    assignment = ctx.single_assignment(func)
+    if assignment is None or not isinstance(assignment.scope, meta.GlobalScope):
+        return None
+    node = assignment.node
+    if not isinstance(node, cst.FunctionDef) or node.decorators or node.asynchronous is not None:
+        return None
+    return node
 
 
 def _runtime_helper_hint(ctx: ModuleContext, call: cst.Call, active: dict[str, tuple[GradKey, str]],

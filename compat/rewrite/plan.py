@@ -35,11 +35,14 @@ class Plan:
       graph_handles: names of `G = tf.get_default_graph()` handles used by rewritten maps (removed if now unused).
       key_names: names of gradient-name variables used by rewritten registrations (removed if now unused).
       tf_alias: the name to write `tf.custom_gradient` with; `import tensorflow as tf` is added if it is unbound.
+      compat_alias: the name gradcompat's runtime helpers are written with (`import compat [as ...]` is added), if
+        any is used.
       sites: every legacy site found, rewritten, kept or TODO.
     """
 
     tf_alias: str
     add_tf_import: bool = False
+    compat_alias: str | None = None
     calls: dict[int, CallEdit] = dataclasses.field(default_factory=dict)
     unwraps: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict)
     statements: dict[int, StatementBuilder] = dataclasses.field(default_factory=dict)

@@ -75,10 +75,13 @@ _register("Square", ("x",), "square", "math.square")
 _register("StopGradient", ("input",), "stop_gradient", internal="array")
 _register("Mul", ("x", "y"), "multiply", "math.multiply")
 _register("Maximum", ("x", "y"), "maximum", "math.maximum")
+_register("AddV2", ("x", "y"), "add", "math.add")
+_register("RealDiv", ("x", "y"), "div")  # tf.compat.v1.div (TF1's tf.div) of floating tensors
 _register("Minimum", ("x", "y"), "minimum", "math.minimum")
 # Several ops, or ops that depend on the argument: allowed in a block only when none of their types is overridden.
 _register(("Abs", "ComplexAbs"), ("x",), "abs", "math.abs")
 _register(("Const", "Max"), ("input_tensor",), "reduce_max", "math.reduce_max")
+_register(("Const", "Size"), ("input",), "size", internal="array")  # Const when the static shape is known
 _register(("Const", "Sum"), ("input_tensor",), "reduce_sum", "math.reduce_sum")
 _register(("Const", "Mean"), ("input_tensor",), "reduce_mean", "math.reduce_mean")
 _register(("Const", "Maximum", "Minimum"), ("t",), "clip_by_value", internal="clip")

@@ -14,9 +14,12 @@ from compat.rewrite import PATTERNS
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "rewrite_real.py"
 CORPUS = REPO / "tests" / "data" / "real"
-# A gradient reversal layer it rewrites, a custom-op gradient it leaves as a TODO, a Python 2 file no parser takes.
+# A gradient reversal layer it rewrites, a custom-op gradient it keeps (the op's C++ source and loader are in the
+# corpus, placed beside it in the repository's checkout), a Python 2 file no parser takes.
 FILES = ("pumpikano__tf-dann/flip_gradient.py", "yuxng__PoseCNN/lib__triplet_loss__triplet_loss_op_grad.py",
          "WXinlong__ASIS/tf_ops__grouping__tf_grouping.py")
+CONTEXT = ("yuxng__PoseCNN/lib__triplet_loss__triplet_loss_op.cc",
+           "yuxng__PoseCNN/lib__triplet_loss__triplet_loss_op.py")
 
 
 def _run(*args):
@@ -27,10 +30,11 @@ def _run(*args):
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory):
     """The three files with their manifest entries, as a corpus of their own."""
-    if not all((CORPUS / name).is_file() for name in FILES):
+    if not all((CORPUS / name).is_file() for name in FILES + CONTEXT):
         pytest.skip("the corpus files are not on disk (never committed): see tests/data/real/README.md")
     corpus = tmp_path_factory.mktemp("corpus")
-    entries = [e for e in json.loads((CORPUS / "MANIFEST.json").read_text())["files"] if e["stored_as"] in FILES]
+    entries = [e for e in json.loads((CORPUS / "MANIFEST.json").read_text())["files"]
+               if e["stored_as"] in FILES + CONTEXT]
     for entry in entries:
         (corpus / entry["stored_as"]).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(CORPUS / entry["stored_as"], corpus / entry["stored_as"])
@@ -44,7 +48,9 @@ def test_the_report_adds_up_and_a_missed_target_exits_1(small_corpus, tmp_path):
     assert done.returncode == report["exit_code"] == 1, done.stdout + done.stderr  # 3 files: the corpus target
     assert done.stdout.rstrip().endswith("result: FAIL") and "load average" in done.stdout
     totals, files = report["totals"], {f["stored_as"]: f for f in report["files"]}
-    assert set(files) == set(FILES) and totals["files"] == 3 and totals["repositories"] == 3
+    assert set(files) == set(FILES) and totals["files"] == 3 and totals["repositories"] == 3  # context: no report
+    [kept] = files["yuxng__PoseCNN/lib__triplet_loss__triplet_loss_op_grad.py"]["sites"]
+    assert kept["outcome"] == "kept" and "REGISTER_OP('Triplet')" in kept["reason"]
     parsed = [f for f in files.values() if f["unparsed"] is None]
     assert totals["sites"] == sum(len(f["audit_sites"]) for f in parsed) > 0
     assert sum(totals["outcomes"].values()) == sum(len(f["sites"]) for f in parsed)
@@ -55,7 +61,8 @@ def test_the_report_adds_up_and_a_missed_target_exits_1(small_corpus, tmp_path):
         found = {(PATTERNS[s["pattern"]], s["line"]) for s in f["sites"]}
         assert {tuple(s) for s in f["audit_sites"]} - found == {tuple(d) for d in f["defects"]}
         assert {s["status"] for s in f["imports"].values()} <= {"ok", "dependency_missing", "own_package_missing",
-                                                                "op_library_missing", "failed", "timeout"}
+                                                                "op_library_missing", "fails_as_original",
+                                                                "failed", "timeout"}
         assert set(f["imports"]) == {"original", "rewritten"}
     unparsed = [f for f in files.values() if f["unparsed"]]
     assert len(unparsed) == totals["unparsed_files"] == 1 and unparsed[0]["legacy_names"] > 0

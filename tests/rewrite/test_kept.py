@@ -99,3 +99,57 @@ def test_a_custom_op_a_module_beside_it_loads_is_kept(tmp_path: Path) -> None:
     [site] = found.sites
     assert site.outcome == "kept" and found.status == "unchanged"
     assert "`roi_pool_op`, which this file imports, loads with tf.load_op_library" in site.reason
+
+
+ICP_GRAD = textwrap.dedent('''\
+    from tensorflow.python.framework import ops
+
+
+    @ops.RegisterGradient("Icp")
+    def _icp_grad(op, grad_transform, grad_residual):
+        return [None, grad_transform * op.get_attr("scale"), None]
+    ''')
+ICP_KERNEL = 'REGISTER_OP("Icp")\n    .Attr("T: realnumbertype")\n    .Input("p: T");\n'
+
+
+def test_a_custom_op_a_cc_file_beside_it_registers_is_kept(tmp_path: Path) -> None:
+    grad = tmp_path / "ops" / "icp_grad.py"
+    grad.parent.mkdir()
+    grad.write_text(ICP_GRAD, encoding="utf-8")
+    [alone] = rewrite_paths([str(grad)])
+    assert [s.outcome for s in alone.sites] == ["todo"]  # imported by a loader elsewhere: nothing here says so
+    (grad.parent / "icp_op_kernel.cc").write_text(ICP_KERNEL, encoding="utf-8")
+    for paths in ([str(grad)], [str(tmp_path)]):  # the file alone (its directory's C++), or the whole tree
+        [found] = rewrite_paths(paths)
+        [site] = found.sites
+        assert site.outcome == "kept" and found.status == "unchanged" and found.rewritten == ICP_GRAD
+        assert "REGISTER_OP('Icp') in " in site.reason and "icp_op_kernel.cc" in site.reason
+
+
+def test_a_custom_op_registered_in_another_directory_of_the_tree_is_kept_when_the_tree_is_rewritten(
+        tmp_path: Path) -> None:
+    grad = tmp_path / "python" / "icp_grad.py"
+    grad.parent.mkdir()
+    grad.write_text(ICP_GRAD, encoding="utf-8")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "icp.cu.cc").write_text(ICP_KERNEL, encoding="utf-8")
+    [alone] = rewrite_paths([str(grad)])
+    assert [s.outcome for s in alone.sites] == ["todo"]
+    [together] = rewrite_paths([str(tmp_path)])
+    assert [s.outcome for s in together.sites] == ["kept"]
+    assert "src/icp.cu.cc" in together.sites[0].reason
+
+
+def test_a_registered_op_that_a_map_uses_is_not_kept_however_the_op_is_defined(tmp_path: Path) -> None:
+    (tmp_path / "icp_grad.py").write_text(ICP_GRAD, encoding="utf-8")
+    (tmp_path / "icp_op_kernel.cc").write_text(ICP_KERNEL, encoding="utf-8")
+    (tmp_path / "model.py").write_text(textwrap.dedent('''\
+        import tensorflow as tf
+
+
+        def model(x):
+            with tf.get_default_graph().gradient_override_map({"Identity": "Icp"}):
+                return tf.identity(x)
+        '''), encoding="utf-8")
+    together = {Path(r.path).name: r for r in rewrite_paths([str(tmp_path)])}
+    assert [s.outcome for s in together["icp_grad.py"].sites] == ["todo"]

@@ -1,7 +1,8 @@
 """A map whose block yields, awaits or creates no op the rewriter sees is never dropped as if it were rewritten.
 
 Such a map overrides ops built outside what the rewriter reads (tensorpack's `guided_relu()` context manager
-overrides every Relu its caller builds): dropping it silently turned guided backprop into plain backprop.
+overrides every Relu its caller builds): dropping it silently turned guided backprop into plain backprop. Around a
+`yield` the map stays, entered with `compat.gradient_override_map`, which TF2 honours while a graph is built.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+
+import compat
 
 GUIDED_RELU = textwrap.dedent("""\
     from contextlib import contextmanager
@@ -55,11 +58,23 @@ NOTHING_SEEN = textwrap.dedent("""\
     """)
 
 
-def test_a_map_around_a_yield_is_a_todo_not_dropped(runner) -> None:
-    reasons = runner.todo_reasons(GUIDED_RELU)
-    assert any(r.startswith("the override block yields, so the map is also active in code outside it")
-               and 'compat.override_gradients(fn_or_model, {"Relu": "GuidedReLUUnseen"})' in r
-               for r in reasons), reasons
+def test_a_map_around_a_yield_is_kept_as_compat_gradient_override_map_and_runs_like_tf1(runner, tmp_path) -> None:
+    """The caller builds the ops: the map stays, entered with compat.gradient_override_map, its gradient kept."""
+    from compat.rewrite import rewrite_source
+
+    result = rewrite_source(GUIDED_RELU)
+    assert [(s.pattern, s.outcome) for s in result.sites] == [("register_gradient", "kept"),
+                                                              ("override_map", "rewritten")], result.sites
+    assert "with compat.gradient_override_map({\"Relu\": \"GuidedReLUUnseen\"}):\n        yield" in result.text
+    assert "import compat\n" in result.text and "get_default_graph" not in result.text
+    assert rewrite_source(result.text).text == result.text
+    legacy, rewritten = runner.load_pair(tmp_path, "guided_relu_cm", GUIDED_RELU.replace(
+        "GuidedReLUUnseen", "GuidedReLUUnseenCM1"), result.text.replace("GuidedReLUUnseen", "GuidedReLUUnseenCM2"))
+    entries = {"saliency": [("float32", [4, 3])]}
+    found = runner.differences(legacy, rewritten, entries, contexts=("function_tape",))
+    assert not found, "\n".join(found)
+    with pytest.raises(compat.GradientOverrideError, match="entered eagerly"):
+        runner.differences(legacy, rewritten, entries, contexts=("eager_tape",))
 
 
 def test_a_map_around_an_await_is_a_todo_even_around_ops_it_could_rewrite(runner) -> None:
@@ -84,6 +99,14 @@ def test_tf1_applies_a_map_around_a_yield_to_the_callers_ops(runner, tmp_path) -
 
 
 def test_the_gradient_a_todo_map_uses_points_at_that_map(runner) -> None:
-    reasons = runner.todo_reasons(GUIDED_RELU)
+    source = GUIDED_RELU.replace('"GuidedReLUUnseen"}):', '"GuidedReLUUnseen"}) as entered:')  # refused: `as`
+    reasons = runner.todo_reasons(source)
+    assert any(r.startswith("the override map is bound with `as`") for r in reasons), reasons
     assert any(r.startswith('an override map using gradient "GuidedReLUUnseen" is not rewritten (see the TODO')
                for r in reasons), reasons
+
+
+def test_a_map_around_a_yield_on_a_graph_that_may_not_be_the_default_stays_a_todo(runner) -> None:
+    source = GUIDED_RELU.replace("g = tf.get_default_graph()", "g = tf.Graph()")
+    reasons = runner.todo_reasons(source)
+    assert any("the map is entered on `g`" in r for r in reasons), reasons
