@@ -122,6 +122,15 @@ class ApplyPlan(cst.CSTTransformer):
         return cst.Call(func=cst.parse_expression(edit.function), args=args, lpar=updated.lpar, rpar=updated.rpar,
                         whitespace_before_args=updated.whitespace_before_args)
 
+    def leave_BinaryOperation(self, original: cst.BinaryOperation,
+                              updated: cst.BinaryOperation) -> cst.BaseExpression:
+        edit = self.plan.calls.get(id(original))  # `a * b` under an override of Mul: `helper(a, b)`
+        if edit is None:
+            return updated
+        return cst.Call(func=cst.parse_expression(edit.function), lpar=updated.lpar, rpar=updated.rpar,
+                        args=[cst.Arg(updated.left, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                              cst.Arg(updated.right)])
+
     def _unwrap(self, original: cst.With, updated: cst.With) -> list[cst.BaseStatement]:
         drop = self.plan.unwraps[id(original)]
         items = [item for i, item in enumerate(updated.items) if i not in drop]

@@ -71,14 +71,18 @@ def _plan_overrides(ctx: ModuleContext, plan: Plan, kept: dict[int, str]) -> Non
     for nest in nests:
         for use in nest.uses if not nest.runtime_map else ():
             reg = by_key.get(use.gradient)
-            if reg is not None:
+            builtin = builtin_gradients.lookup(use.gradient) if isinstance(use.gradient, str) else None
+            if reg is not None and use.operator is not None:
+                nest.refuse(f"the map gives the Mul of `{ctx.code(use.operator).strip()}` the gradient {use.shown} "
+                            "registered in this file: write it as a @tf.custom_gradient by hand")
+            elif reg is not None:
                 reg.uses.append(use)
-            elif not (isinstance(use.gradient, str) and builtin_gradients.lookup(use.gradient)):
+            elif builtin is None:
                 nest.refuse(f"gradient {use.shown} is neither registered in this file nor a built-in gradient "
                             f"gradcompat writes out ({', '.join(builtin_gradients.BUILTIN_GRADIENTS)}): write "
                             f"`{ctx.code(use.call.func)}` as a @tf.custom_gradient whose grad computes it, by hand")
-            elif len(use.wrapper.inputs) != 1:
-                nest.refuse(f"the built-in gradient {use.shown} has one input but "
+            elif len(use.wrapper.inputs) != builtin.inputs:
+                nest.refuse(f"the built-in gradient {use.shown} has {builtin.inputs} input(s) but "
                             f"`{ctx.code(use.call.func)}` has {len(use.wrapper.inputs)}: rewrite by hand")
     blocked = _refused_map_values(ctx, nests)
     for reg in registrations:
@@ -155,7 +159,7 @@ def _plan_nest(ctx: ModuleContext, plan: Plan, nest: OverrideNest, by_key: dict)
             function = reg.new_name
         else:
             function = _builtin_helper(ctx, plan, use)
-        plan.calls[id(use.call)] = CallEdit(function, use.tensor_args)
+        plan.calls[id(use.replaced)] = CallEdit(function, use.tensor_args)
     for call in nest.map_calls:
         ops = sorted({f"{u.op_type}->{u.shown}" for u in nest.uses}) or ["no op in the block"]
         plan.rewritten(ctx.line(call), "override_map", "custom_gradient for " + ", ".join(ops))
@@ -184,17 +188,20 @@ def _builtin_helper(ctx: ModuleContext, plan: Plan, use: OverrideUse) -> str:
     assert gradient is not None
     name = ctx.fresh(f"_{snake(use.op_type)}_with_{snake(str(use.gradient))}_grad")
     # The helper's locals never hide a name the op call reads besides its tensor (`name=y`, y imported).
-    x, y, grad, dy = local_names(("x", "y", "grad", "dy"), use.other_names())
+    x, x2, y, grad, dy = local_names(("x", "x2", "y", "grad", "dy"), use.other_names())
     tensor = use.tensor_positions()
-    args = [cst.Arg(cst.Name(x)) if i in tensor else a for i, a in enumerate(use.call.args)]
+    inputs = (x, x2)[:len(tensor)]
+    args = [cst.Arg(cst.Name(inputs[tensor.index(i)])) if i in tensor else a for i, a in enumerate(use.call.args)]
     forward = ctx.module.code_for_node(use.call.with_changes(args=args))
+    if use.operator is not None:  # written as the user wrote it
+        forward = ctx.module.code_for_node(use.operator.with_changes(left=cst.Name(x), right=cst.Name(x2)))
     entry = f'"{use.op_type}": {use.shown}'
     source = (f"# Rewritten by gradcompat from gradient_override_map({{{entry}}}).\n"
               f"@{plan.tf_alias}.custom_gradient\n"
-              f"def {name}({x}):\n"
+              f"def {name}({', '.join(inputs)}):\n"
               f"    {y} = {forward}\n\n"
               f"    def {grad}({dy}):\n"
-              f"        return {gradient.expression(dy)}\n\n"
+              f"        return {gradient.expression(dy, inputs, plan.tf_alias)}\n\n"
               f"    return {y}, {grad}\n")
     plan.helpers.append(cst.parse_statement(source, config=ctx.module.config_for_parsing))
     helpers[key] = name

@@ -74,6 +74,12 @@ class OverrideUse:
     tensor_args: tuple[int | str, ...]
     signature: tuple[str, ...]  # callee and non-tensor arguments: uses sharing one function must agree
     nest: OverrideNest
+    operator: cst.BinaryOperation | None = None  # `a * b`, for which `call` is the `tf.multiply(a, b)` it runs
+
+    @property
+    def replaced(self) -> cst.CSTNode:
+        """The node the rewrite replaces by the custom-gradient call: the op call, or the operator."""
+        return self.operator if self.operator is not None else self.call
 
     def tensor_positions(self) -> list[int]:
         """Indices in `call.args` of the tensor inputs, in the wrapper's order."""
@@ -267,6 +273,25 @@ def _static(ctx: ModuleContext, expr: cst.BaseExpression) -> bool:
     return ctx.qualname(expr) is not None
 
 
+def _never_mul(node: cst.CSTNode) -> frozenset[str]:
+    """{"Mul"} for a binary operator other than `*` (`+`, `-`, `/`, `@`, ...: TensorFlow creates no Mul for them,
+    tests/rewrite/test_tf_ops.py checks), else nothing."""
+    operator = getattr(node, "operator", None)
+    binary = isinstance(node, cst.BinaryOperation | cst.AugAssign)
+    return frozenset({"Mul"}) if binary and not isinstance(operator, cst.Multiply | cst.MultiplyAssign) else frozenset()
+
+
+def _multiplies_tensors(ctx: ModuleContext, node: cst.BinaryOperation) -> bool:
+    """Whether `a * b` surely creates one Mul op: both sides dense tensors from TensorFlow calls the rewriter
+    knows (`tf.sign(x) * tf.stop_gradient(mask)`), or one of them and a number."""
+    if not isinstance(node.operator, cst.Multiply):
+        return False
+    sides = (node.left, node.right)
+    calls = [side for side in sides if isinstance(side, cst.Call) and tf_ops.lookup(ctx.public_path(side.func))]
+    numbers = [side for side in sides if isinstance(side, cst.Integer | cst.Float)]
+    return bool(calls) and len(calls) + len(numbers) == 2
+
+
 def _tensor_args(ctx: ModuleContext, call: cst.Call, wrapper: tf_ops.OpWrapper,
                  nest: OverrideNest) -> tuple[tuple[int | str, ...], tuple[str, ...]] | None:
     """(positions or keywords of the tensor inputs, the call's signature), or None with the nest refused."""
@@ -337,8 +362,15 @@ def _scan(ctx: ModuleContext, node: cst.CSTNode, active: dict[str, tuple[GradKey
         _scan_call(ctx, node, active, nest)
     elif isinstance(node, _OPERATORS) or (
             isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not)):
-        clash = sorted(set(active) & tf_ops.OPERATOR_OP_TYPES)
-        if clash:
+        clash = sorted(set(active) & tf_ops.OPERATOR_OP_TYPES - _never_mul(node))
+        if clash == ["Mul"] and isinstance(node, cst.BinaryOperation) and _multiplies_tensors(ctx, node):
+            gradient, shown = active["Mul"]
+            call = cst.Call(func=cst.parse_expression(f"{ctx.tf_alias() or 'tf'}.multiply"),
+                            args=[cst.Arg(node.left), cst.Arg(node.right)])
+            nest.uses.append(OverrideUse(call, tf_ops.WRAPPERS["multiply"], "Mul", gradient, shown, (0, 1),
+                                         ("*",), nest, node))
+            nest.seen += 1
+        elif clash:
             nest.refuse(f"the map overrides {', '.join(clash)}, which the Python operator in "
                         f"`{ctx.code(node).strip()}` may also create: rewrite by hand")
     for child in node.children:

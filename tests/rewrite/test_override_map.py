@@ -422,3 +422,49 @@ def test_a_helper_that_may_create_an_overridden_op_or_hides_its_ops_is_a_todo(ru
     source = FOLLOWED[:FOLLOWED.index("def _threshold")] + helper
     [site] = rewrite_source(source).sites
     assert site.outcome == "todo" and words in site.reason, site.reason
+
+
+# Trained ternary quantization (TTQ), as tensorpack's DoReFa-Net example and its copies write it.
+TERNARY = textwrap.dedent("""\
+    import tensorflow as tf
+
+
+    def ternarize(x, thresh=0.5):
+        G = tf.get_default_graph()
+        shape = x.get_shape()
+        thre_x = tf.stop_gradient(tf.reduce_max(tf.abs(x)) * thresh)
+        mask = tf.ones(shape)
+        mask_z = tf.where((x < thre_x) & (x > - thre_x), tf.zeros(shape), mask)
+        with G.gradient_override_map({"Sign": "Identity", "Mul": "Add"}):
+            w = tf.sign(x) * tf.stop_gradient(mask_z)
+        return w * x
+
+
+    def scaled(x, w):
+        with tf.get_default_graph().gradient_override_map({"Mul": "Add"}):
+            return 2.0 * tf.identity(w) + tf.identity(x) * tf.sigmoid(w)
+    """)
+
+
+def test_a_product_of_tensors_under_mul_add_is_rewritten_and_runs_like_tf1(runner, tmp_path) -> None:
+    result = rewrite_source(TERNARY)
+    assert [s.outcome for s in result.sites] == ["rewritten", "rewritten"], result.sites
+    assert "_mul_with_add_grad(_sign_with_identity_grad(x), tf.stop_gradient(mask_z))" in result.text
+    assert rewrite_source(result.text).text == result.text
+    legacy, rewritten = runner.load_pair(tmp_path, "ternary", TERNARY, result.text)
+    found = runner.differences(legacy, rewritten, {"ternarize": [("float32", [4, 3])],
+                                                   "scaled": [("float32", [2, 3]), ("float32", [3])]})
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("product", ["tf.sign(x) * mask_z", "tf.sign(x) * tf.stop_gradient(mask_z) * 2",
+                                     "2 * 3 * tf.sign(x)"])
+def test_a_product_that_may_not_be_one_mul_of_dense_tensors_is_a_todo(runner, product: str) -> None:
+    source = TERNARY[:TERNARY.index("def scaled")].rstrip() + "\n"
+    reasons = runner.todo_reasons(source.replace("w = tf.sign(x) * tf.stop_gradient(mask_z)", f"w = {product}"))
+    assert any("overrides Mul, which the Python operator in" in r for r in reasons), reasons
+
+
+def test_a_matrix_product_is_no_mul_so_the_map_over_it_is_rewritten() -> None:
+    source = TERNARY.replace("w = tf.sign(x) * tf.stop_gradient(mask_z)", "w = tf.sign(x) @ tf.stop_gradient(mask_z)")
+    assert [s.outcome for s in rewrite_source(source).sites] == ["rewritten", "rewritten"]

@@ -69,10 +69,40 @@ def test_builtin_gradients_match_tensorflow() -> None:
     x = tf.constant([1.5, -2.0, 0.25])
     dy = tf.constant([0.5, 2.0, -1.0])
     for name, gradient in builtin_gradients.BUILTIN_GRADIENTS.items():
+        if gradient.inputs != 1:
+            continue
         forward = {"Identity": tf.identity, "Neg": tf.negative}[name]
         with tf.GradientTape() as tape:
             tape.watch(x)
             y = forward(x)
         want = tape.gradient(y, x, output_gradients=dy)
-        got = eval(gradient.expression("dy"), {"dy": dy})  # noqa: S307 - our own registry's expression
+        got = eval(gradient.expression("dy", ("x",), "tf"), {"dy": dy, "tf": tf})  # noqa: S307 - our registry's
         assert (want.numpy() == got.numpy()).all(), name
+
+
+@pytest.mark.parametrize(("x_shape", "y_shape"), [((2, 3), (2, 3)), ((2, 3), (3,)), ((4, 1, 3), (2, 1)), ((), (2,))])
+def test_the_two_input_builtin_gradient_is_tensorflows_add_gradient_under_broadcasting(x_shape, y_shape) -> None:
+    gradient = builtin_gradients.BUILTIN_GRADIENTS["Add"]
+    x, y = tf.ones(x_shape), tf.ones(y_shape)
+    with tf.GradientTape() as tape:
+        tape.watch([x, y])
+        z = tf.add(x, y)
+    dy = tf.reshape(tf.range(tf.size(z), dtype=tf.float32), tf.shape(z))
+    want = tape.gradient(z, [x, y], output_gradients=dy)
+    got = eval(gradient.expression("dy", ("x", "y"), "tf"), {"dy": dy, "x": x, "y": y, "tf": tf})  # noqa: S307
+    for w, g in zip(want, got, strict=True):
+        assert w.shape == g.shape and (w.numpy() == g.numpy()).all(), (x_shape, y_shape)
+
+
+@pytest.mark.parametrize("operator", ["+", "-", "/", "//", "%", "**", "@", "<", ">=", "&", "|", "^"])
+def test_no_python_operator_but_multiplication_creates_a_mul(operator: str) -> None:
+    """What lets the rewriter take `*` as the only operator an override of Mul can reach."""
+    for dtype in ("float32", "int32", "bool"):
+        graph = tf.Graph()
+        with graph.as_default():
+            a, b = (tf.compat.v1.placeholder(dtype, [2, 2]) for _ in range(2))
+            try:
+                eval(f"a {operator} b")  # noqa: S307 - a fixed operator from the list above
+            except (TypeError, ValueError):
+                continue  # the operator does not apply to this dtype
+            assert "Mul" not in {op.type for op in graph.get_operations()}, (operator, dtype)

@@ -56,7 +56,7 @@ CASES = {
         import tensorflow as tf
         def f(x, y):
             with tf.get_default_graph().gradient_override_map({"Mul": "Identity"}):
-                return tf.multiply(x, y) * 2.0
+                return tf.multiply(x, y) * y
         """, "Python operator"),
     "graph_taken_at_import": ("""
         import tensorflow as tf
