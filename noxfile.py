@@ -15,6 +15,8 @@ Each TensorFlow release gets its own virtualenv (Python 3.11, stdlib venv), name
     nox -s matrix                           # check on every release, merged: reports/matrix.{json,md,html}
     nox -s matrix -- --specs=my_ops.py:MY_SPEC   # the same for your own specs (posargs go to compat-check)
     nox -s matrix-nightly                   # ... plus tf-nightly (also tests-nightly, check-nightly)
+    nox -s check-2.21-shard1of3             # shard 1 of 3 of check-2.21: reports/check-tf2.21-shard1of3.json
+    nox -s merge                            # merge every report in reports/ (shards joined): CI's merge job
 
 Your own specs. `check` passes its posargs to `compat-check`, so a module defining a GradientSpec (or a
 function returning one) can be run on every release and the JSON reports diffed to see what changed:
@@ -32,6 +34,7 @@ Each venv holds a full TensorFlow (about 1 GiB), so venvs are reused between run
 from __future__ import annotations
 
 import configparser
+import glob
 import json
 import os
 import sys
@@ -56,6 +59,10 @@ EXTRA_PINS: dict[str, list[str]] = {
     **{version: ["numpy<2"] for version in ("2.12", "2.13", "2.14", "2.15", "2.16", "2.17")},
 }
 """TensorFlow release -> pins installed with it, beyond what its own wheel metadata requires."""
+
+CHECK_SHARDS = 3
+"""`check-<release>-shard<K>of<N>` sessions split each release's compat-check in this many shards, one CI job each
+(ci-templates/github-actions.yml, generated from this file by tools/gen_ci_template.py)."""
 
 nox.options.sessions = ["lint", f"tests-{LATEST}"]
 nox.options.reuse_venv = "yes"
@@ -96,18 +103,21 @@ def _tests(session: nox.Session, tensorflow: str) -> None:
     session.run("pytest", *session.posargs, env=_ENV)
 
 
-def _check(session: nox.Session, tensorflow: str) -> None:
-    """A release that cannot be installed is a skip record in its report file, so `matrix` lists it with why."""
+def _check(session: nox.Session, tensorflow: str, shard: tuple[int, int] | None = None) -> None:
+    """A release that cannot be installed is a skip record in its report file, so `matrix` lists it with why
+    (written by the first shard only: one record per release)."""
     os.makedirs("reports", exist_ok=True)
-    output = f"reports/check-tf{tensorflow}.json"
+    output = f"reports/check-tf{tensorflow}{'' if shard is None else '-shard{}of{}'.format(*shard)}.json"
     try:
         _install(session, tensorflow, extras="")
     except CommandFailed as exc:
         reason = f"TensorFlow {tensorflow} could not be installed for Python {PYTHON}: {exc.reason or exc}"
-        with open(output, "w", encoding="utf-8") as file:
-            json.dump({"tool": "compat-check", "release": tensorflow, "release_skipped": reason}, file)
+        if shard is None or shard[0] == 1:
+            with open(output, "w", encoding="utf-8") as file:
+                json.dump({"tool": "compat-check", "release": tensorflow, "release_skipped": reason}, file)
         session.skip(reason)
-    session.run("compat-check", "--format=json", f"--output={output}", *session.posargs,
+    sharding = [] if shard is None else ["--shard={}/{}".format(*shard)]
+    session.run("compat-check", "--format=json", f"--output={output}", *sharding, *session.posargs,
                 success_codes=[0, 1], env=_ENV)
 
 
@@ -135,6 +145,38 @@ def _per_release(name: str, body: Callable[[nox.Session, str], None], doc: str) 
 _per_release("tests", _tests, "pytest on TensorFlow {version}; posargs go to pytest (e.g. `-- -k myspec -x`).")
 _per_release("check", _check, "compat-check on TensorFlow {version} -> reports/check-tf{version}.json; posargs go "
              "to compat-check. Exit 1 (a native variant disagrees) is a finding, not a failure.")
+
+
+def shard_sessions(count: int = CHECK_SHARDS) -> list[str]:
+    """Every release's shard sessions, release by release: CI's job matrix (tools/gen_ci_template.py)."""
+    return [f"check-{version}-shard{index}of{count}" for version in TF_VERSIONS for index in range(1, count + 1)]
+
+
+def _shard_sessions() -> None:
+    """`check-<release>-shard<K>of<N>`: compat-check --shard=K/N on one release (posargs go to compat-check)."""
+    for version in TF_VERSIONS:
+        for index in range(1, CHECK_SHARDS + 1):
+            def session_func(session: nox.Session, version: str = version, index: int = index) -> None:
+                _check(session, version, (index, CHECK_SHARDS))
+
+            session_func.__doc__ = (f"compat-check --shard={index}/{CHECK_SHARDS} on TensorFlow {version} -> "
+                                    f"reports/check-tf{version}-shard{index}of{CHECK_SHARDS}.json")
+            nox.session(name=f"check-{version}-shard{index}of{CHECK_SHARDS}", python=PYTHON, venv_backend="venv",
+                        tags=["check-shards"])(session_func)
+
+
+_shard_sessions()
+
+
+@nox.session(venv_backend="none")
+def merge(session: nox.Session) -> None:
+    """Merge every reports/check-tf*.json already there (shards joined per release) into reports/matrix.*: CI's
+    merge job, once every check job's report is downloaded into reports/."""
+    reports = sorted(glob.glob("reports/check-tf*.json"))
+    if not reports:
+        session.error("no reports/check-tf*.json: run the check sessions (or download their reports) first")
+    session.run(sys.executable, "-m", "compat.releases", *reports, "--output_dir=reports", external=True,
+                env={"PYTHONPATH": os.getcwd()})
 
 
 def _merge(session: nox.Session, releases: list[str]) -> None:

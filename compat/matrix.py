@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -17,6 +18,7 @@ from compat.references.base import ForwardCheck, ForwardValue, check_cell
 from compat.results import VariantResult
 from compat.runner import run_matrix
 from compat.scenarios import Scenario, select_scenarios
+from compat.sharding import Shard, split, unit_label
 from compat.signature import output_signature
 from compat.spec import GradientSpec
 from compat.variants import NATIVE_VARIANTS, is_native, parse_variant, select
@@ -73,6 +75,12 @@ class CheckReport:
     """Spec name -> the spec's `description` (empty or absent when it has none)."""
     scenario_descriptions: dict[str, str] = dataclasses.field(default_factory=dict)
     """Scenario name -> what its downstream does."""
+    units: tuple[UnitTime, ...] = ()
+    """The (spec, dtype) units this run checked, in report order, with how long each took."""
+    shard: Shard | None = None
+    """The shard of the run this report holds (its `units` only), or None for a whole run."""
+    run: Mapping[str, Any] | None = None
+    """The flags that shaped the cells (compat-check's), which shards of one run must share."""
     references: tuple[str, ...] = ()
     """The references that are the forward itself computed for every scenario (`compat.references`)."""
 
@@ -94,6 +102,15 @@ class CheckReport:
     def exit_code(self) -> int:
         """0 when every native variant agrees with the reference, 1 otherwise."""
         return 1 if self.unexpected else 0
+
+
+@dataclasses.dataclass(frozen=True)
+class UnitTime:
+    """One (spec, dtype) unit of a run and the seconds it took (a later run's `--durations` balances shards by it)."""
+
+    spec: str
+    dtype: str
+    seconds: float
 
 
 Progress = Callable[[int, int, str], None]
@@ -137,6 +154,16 @@ def units(specs: Sequence[GradientSpec], chosen: Plan) -> list[tuple[int, str]]:
     return [(index, dtype) for index in range(len(specs)) for dtype in chosen.dtypes]
 
 
+def shard_units(specs: Sequence[GradientSpec], chosen: Plan, shard: Shard | None,
+                durations: Mapping[str, float] | None = None) -> list[tuple[int, str]]:
+    """The units `shard` runs (all of them for None), in report order: `compat.sharding.split` of `units`."""
+    todo = units(specs, chosen)
+    if shard is None:
+        return todo
+    labels = [unit_label(specs[index].name, dtype) for index, dtype in todo]
+    return [todo[unit] for unit in split(labels, shard.count, durations)[shard.index - 1]]
+
+
 def check(specs: Sequence[GradientSpec], scenarios: Sequence[str | Scenario] | None = None,
           dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
           reference: str = DEFAULT_REFERENCE, progress: Progress | None = None,
@@ -149,15 +176,23 @@ def check(specs: Sequence[GradientSpec], scenarios: Sequence[str | Scenario] | N
     []: none), reported in `Cell.forward` and never failing the check.
     """
     chosen = plan(scenarios, dtypes, variants, reference, references)
-    todo = units(specs, chosen)
+    return check_units(specs, chosen, units(specs, chosen), progress)
+
+
+def check_units(specs: Sequence[GradientSpec], chosen: Plan, todo: Sequence[tuple[int, str]],
+                progress: Progress | None = None, shard: Shard | None = None) -> CheckReport:
+    """`check` of the units `todo` only (a shard's), in this process, each timed."""
     results: list[UnitResult] = []
+    seconds: list[float] = []
     for step, (index, dtype) in enumerate(todo):
         if progress:
             progress(step, len(todo), f"{specs[index].name} {dtype}")
+        start = time.perf_counter()
         results.append(check_unit(specs[index], dtype, chosen))
+        seconds.append(time.perf_counter() - start)
     if progress:
         progress(len(todo), len(todo), "done")
-    return assemble(specs, chosen, results)
+    return assemble(specs, chosen, results, todo, seconds, shard)
 
 
 def check_unit(spec: GradientSpec, dtype: str, chosen: Plan) -> UnitResult:
@@ -175,18 +210,24 @@ def check_unit(spec: GradientSpec, dtype: str, chosen: Plan) -> UnitResult:
         return broken_spec_cells(spec.name, dtype, chosen, f"the check failed: {describe_exception(exc)}"), []
 
 
-def assemble(specs: Sequence[GradientSpec], chosen: Plan, results: Sequence[UnitResult]) -> CheckReport:
-    """The report from every unit's result, in `units` order (skips are reported once, for the first dtype)."""
+def assemble(specs: Sequence[GradientSpec], chosen: Plan, results: Sequence[UnitResult],
+             todo: Sequence[tuple[int, str]] | None = None, seconds: Sequence[float] | None = None,
+             shard: Shard | None = None) -> CheckReport:
+    """The report from the results of the units `todo` (default: every unit), in that order (skips are
+    reported once, for the first dtype); `seconds`: how long each took."""
+    todo = units(specs, chosen) if todo is None else todo
     cells: list[Cell] = []
     skipped: list[Skip] = []
-    for (_, dtype), (unit_cells, unit_skips) in zip(units(specs, chosen), results, strict=True):
+    for (_, dtype), (unit_cells, unit_skips) in zip(todo, results, strict=True):
         cells += unit_cells
         skipped += unit_skips if dtype == chosen.dtypes[0] else []
+    timed = tuple(UnitTime(specs[index].name, dtype, took)
+                  for (index, dtype), took in zip(todo, seconds or [0.0] * len(todo), strict=True))
     return CheckReport(tuple(cells), tuple(skipped), chosen.reference, tuple(s.name for s in specs),
                        tuple(s.name for s in chosen.scenarios), chosen.dtypes, chosen.variants,
                        descriptions={s.name: s.description for s in specs if s.description},
                        scenario_descriptions={s.name: s.description for s in chosen.scenarios},
-                       references=chosen.references)
+                       units=timed, shard=shard, references=chosen.references)
 
 
 def _check_one(spec: GradientSpec, dtype: str, scenarios: Sequence[Scenario], variants: Sequence[str],

@@ -20,7 +20,8 @@ import pickle
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from compat._quiet_import import import_tensorflow_hiding_chatter
@@ -30,6 +31,7 @@ from compat.checker import DEFAULT_REFERENCE
 if TYPE_CHECKING:  # this module is imported by every worker before TensorFlow, which it imports quietly
     from compat.matrix import CheckReport, Plan, Progress, UnitResult
     from compat.scenarios import Scenario
+    from compat.sharding import Shard
     from compat.spec import GradientSpec
 
 Workload = tuple[Sequence["GradientSpec"], Sequence["str | Scenario"] | None]
@@ -47,7 +49,7 @@ def usable_cpus() -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Config:
+class WorkerConfig:
     """Everything a worker needs, picklable: how to load the workload and the check's other axes."""
 
     load: Loader
@@ -61,34 +63,37 @@ class _Config:
 
 def check_in_workers(load: Loader, dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
                      reference: str = DEFAULT_REFERENCE, jobs: int | None = None, progress: Progress | None = None,
-                     quiet_import: bool = True, loaded: Workload | None = None,
+                     quiet_import: bool = True, loaded: Workload | None = None, shard: Shard | None = None,
+                     durations: Mapping[str, float] | None = None,
                      references: Sequence[str] | None = None) -> CheckReport:
     """`compat.matrix.check(*load(), dtypes, variants, reference, references=references)` with its units spread
     over `jobs` worker processes (default: the usable CPUs), giving the same report as one process.
 
     `load` must be picklable (a module-level function, or an instance of a module-level class) and return
     the same specs in every process. It also runs here, for the report's axes, unless `loaded` is what it
-    returned already. With one job, or one unit, everything runs in this process.
+    returned already. With one job, or one unit, everything runs in this process. `shard`: run only its units
+    (`compat.matrix.shard_units`, balanced by `durations`: unit label -> seconds).
     """
-    from compat.matrix import assemble, check, plan, units
+    from compat.matrix import assemble, check_units, plan, shard_units
 
     specs, scenarios = loaded if loaded is not None else load()
     chosen = plan(scenarios, dtypes, variants, reference, references)
-    todo = units(specs, chosen)
+    todo = shard_units(specs, chosen, shard, durations)
     workers = min(jobs or usable_cpus(), len(todo))
     if workers <= 1:
-        return check(specs, scenarios, dtypes, variants, reference, progress, references)
-    config = _Config(load, chosen.dtypes, tuple(variants) if variants is not None else None, reference,
-                     tuple(spec.name for spec in specs), quiet_import, chosen.references)
+        return check_units(specs, chosen, todo, progress, shard)
+    config = WorkerConfig(load, chosen.dtypes, tuple(variants) if variants is not None else None, reference,
+                          tuple(spec.name for spec in specs), quiet_import, chosen.references)
     labels = [f"{specs[index].name} {dtype}" for index, dtype in todo]
-    results = _Pool(config, workers).run(todo, labels, chosen, progress)
-    return assemble(specs, chosen, results)
+    pool = _Pool(config, workers)
+    results = pool.run(todo, labels, chosen, progress)
+    return assemble(specs, chosen, results, todo, pool.seconds, shard)
 
 
 class _Worker:
     """One worker process and the unit it is running (None when idle)."""
 
-    def __init__(self, context: Any, config: _Config, started: list[_Worker]) -> None:
+    def __init__(self, context: Any, config: WorkerConfig, started: list[_Worker]) -> None:
         self.connection, child = context.Pipe()
         handle, self.stderr_path = tempfile.mkstemp(prefix="gradcompat-worker-", suffix=".stderr")
         os.close(handle)
@@ -99,6 +104,7 @@ class _Worker:
             target=_serve, args=(child, pickle.dumps(config), config.quiet_import, self.stderr_path),
             name="gradcompat-worker")
         self.unit: int | None = None
+        self.unit_started = 0.0  # time.perf_counter() when the running unit was sent
         # Listed before it starts: a Ctrl-C between its start and its caller's bookkeeping must still kill it,
         # or multiprocessing joins it at exit while it waits for work that never comes (a hang).
         started.append(self)
@@ -151,14 +157,17 @@ class _Worker:
 class _Pool:
     """Hands units to idle workers, collects results by unit, replaces workers that die."""
 
-    def __init__(self, config: _Config, size: int) -> None:
+    def __init__(self, config: WorkerConfig, size: int) -> None:
         self.config, self.size = config, size
         self.context = multiprocessing.get_context("spawn")
         self.todo: Sequence[tuple[int, str]] = ()
+        self.seconds: list[float] = []
+        """After `run`: the seconds each unit took in its worker (from being sent to its end if the worker died)."""
 
     def run(self, todo: Sequence[tuple[int, str]], labels: Sequence[str], chosen: Plan,
             progress: Progress | None) -> list[UnitResult]:
         self.todo = todo
+        self.seconds = [0.0] * len(todo)
         results: dict[int, UnitResult] = {}
         pending = collections.deque(range(len(todo)))
         workers: list[_Worker] = []
@@ -177,7 +186,8 @@ class _Pool:
                         continue
                     unit = worker.unit
                     assert unit is not None
-                    result = self._receive(worker, todo[unit], chosen)
+                    result, took = self._receive(worker, todo[unit], chosen)
+                    self.seconds[unit] = took if took is not None else time.perf_counter() - worker.unit_started
                     worker.show_stderr()
                     results[unit] = result
                     if progress:
@@ -205,6 +215,7 @@ class _Pool:
         if pending and worker.process.is_alive():
             worker.unit = pending.popleft()
             worker.unit_start = _size(worker.stderr_path)
+            worker.unit_started = time.perf_counter()
             try:
                 worker.connection.send(self.todo[worker.unit])
             except OSError:
@@ -212,7 +223,8 @@ class _Pool:
         elif worker.process.is_alive():
             worker.stop(kill=False)
 
-    def _receive(self, worker: _Worker, unit: tuple[int, str], chosen: Plan) -> UnitResult:
+    def _receive(self, worker: _Worker, unit: tuple[int, str], chosen: Plan) -> tuple[UnitResult, float | None]:
+        """The unit's result and the seconds the worker took to run it (None when it did not say)."""
         from compat.matrix import broken_spec_cells
 
         index, dtype = unit
@@ -221,13 +233,15 @@ class _Pool:
             if worker.connection.poll():
                 kind, payload = worker.connection.recv()
                 if kind == "done":
-                    return payload
-                return broken_spec_cells(name, dtype, chosen, payload), []
+                    result, took = payload
+                    return result, took
+                return (broken_spec_cells(name, dtype, chosen, payload), []), None
         except Exception:  # noqa: BLE001 - it died while sending: what it sent is lost
             pass
         worker.process.join()
-        return broken_spec_cells(name, dtype, chosen, f"the worker process running this spec "
-                                                      f"{_death(worker.process.exitcode)}{worker.stderr_end()}"), []
+        return (broken_spec_cells(name, dtype, chosen, f"the worker process running this spec "
+                                                       f"{_death(worker.process.exitcode)}{worker.stderr_end()}"),
+                []), None
 
 
 def _remove(path: str) -> None:
@@ -260,21 +274,7 @@ def _serve(connection: Any, pickled_config: bytes, quiet_import: bool, stderr_pa
     """A worker's loop: load once, then run each unit it is sent until it is sent None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it kills the workers
     _stderr_to(stderr_path)
-    problem = None
-    try:
-        _import_tensorflow(quiet_import)
-        from compat.matrix import check_unit, plan
-
-        config: _Config = pickle.loads(pickled_config)
-        specs, scenarios = config.load()
-        names = tuple(spec.name for spec in specs)
-        if names != config.spec_names:
-            problem = (f"the worker process loaded specs {list(names)}, not {list(config.spec_names)}: spec "
-                       f"loading must give the same specs in every process (or run with --jobs=1)")
-        chosen = plan(scenarios, config.dtypes, config.variants, config.reference, config.references)
-    except BaseException as exc:  # noqa: BLE001 - reported as the cells of every unit this worker is sent
-        what = f"SystemExit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
-        problem = f"the worker process could not load the specs: {what}"
+    loaded = load_in_worker(pickled_config, quiet_import)
     while True:
         try:
             unit = connection.recv()
@@ -282,15 +282,44 @@ def _serve(connection: Any, pickled_config: bytes, quiet_import: bool, stderr_pa
             return
         if unit is None:
             return
-        if problem is not None:
-            connection.send(("failed", problem))
+        if isinstance(loaded, str):
+            connection.send(("failed", loaded))
             continue
-        index, dtype = unit
-        result = check_unit(specs[index], dtype, chosen)
+        specs, chosen = loaded
+        result, took = run_unit(specs, chosen, unit)
         try:
-            connection.send(("done", result))
+            connection.send(("done", (result, took)))
         except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
             connection.send(("failed", f"the worker process could not send its result: {type(exc).__name__}: {exc}"))
+
+
+def run_unit(specs: Sequence[GradientSpec], chosen: Plan, unit: tuple[int, str]) -> tuple[UnitResult, float]:
+    """One unit's result and the seconds it took."""
+    from compat.matrix import check_unit
+
+    index, dtype = unit
+    start = time.perf_counter()
+    result = check_unit(specs[index], dtype, chosen)
+    return result, time.perf_counter() - start
+
+
+def load_in_worker(pickled_config: bytes, quiet_import: bool) -> tuple[Sequence[GradientSpec], Plan] | str:
+    """In a worker process: import TensorFlow (quietly if asked), then unpickle the config (loading may import
+    TensorFlow), load the specs and plan the check; or what went wrong, for the cells of every unit it is sent."""
+    try:
+        _import_tensorflow(quiet_import)
+        from compat.matrix import plan
+
+        config: WorkerConfig = pickle.loads(pickled_config)
+        specs, scenarios = config.load()
+        names = tuple(spec.name for spec in specs)
+        if names != config.spec_names:
+            return (f"the worker process loaded specs {list(names)}, not {list(config.spec_names)}: spec "
+                    f"loading must give the same specs in every process (or run with --jobs=1)")
+        return specs, plan(scenarios, config.dtypes, config.variants, config.reference, config.references)
+    except BaseException as exc:  # noqa: BLE001 - reported as the cells of every unit this worker is sent
+        what = f"SystemExit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        return f"the worker process could not load the specs: {what}"
 
 
 def _stderr_to(path: str) -> None:

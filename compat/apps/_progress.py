@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from typing import Protocol, TextIO
 
 LINE_INTERVAL = 10.0
 """Seconds between two progress lines when stderr is not a terminal (the end and phases are always written)."""
+HEARTBEAT = 30.0
+"""Seconds without a progress line after which one is written anyway (`...; still working`)."""
 
 
 class Progress(Protocol):
@@ -64,31 +67,49 @@ def _clock(seconds: float) -> str:
 class LineProgress:
     """One plain line per phase, then at most one per `interval` seconds, and one at the end."""
 
-    def __init__(self, program: str, stream: TextIO, interval: float = LINE_INTERVAL) -> None:
-        self.program, self.stream, self.interval = program, stream, interval
+    def __init__(self, program: str, stream: TextIO, interval: float = LINE_INTERVAL,
+                 heartbeat: float = HEARTBEAT) -> None:
+        self.program, self.stream, self.interval, self.heartbeat = program, stream, interval, heartbeat
         self.began = time.monotonic()
         self.total, self.done, self.unit = 0, 0, ""
         self._last_line = 0.0
         self._closed = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
 
     def phase(self, text: str) -> None:
-        self._write(f"{text} ({_clock(time.monotonic() - self.began)} elapsed)")
+        with self._lock:
+            self._write(f"{text} ({_clock(time.monotonic() - self.began)} elapsed)")
 
     def start(self, total: int, unit: str) -> None:
         self.total, self.unit = max(total, 0), unit
         self._last_line = time.monotonic()
+        if self.heartbeat > 0:
+            threading.Thread(target=self._beat, name=f"{self.program} progress", daemon=True).start()
 
     def advance(self, label: str = "", steps: int = 1) -> None:
-        self.done = min(self.total, self.done + steps) if self.total else self.done + steps
-        now = time.monotonic()
-        if now - self._last_line >= self.interval or (self.total and self.done >= self.total):
-            self._last_line = now
-            self._write(self._status(now) + (f": {label}" if label else ""))
+        with self._lock:
+            self.done = min(self.total, self.done + steps) if self.total else self.done + steps
+            now = time.monotonic()
+            if now - self._last_line >= self.interval or (self.total and self.done >= self.total):
+                self._last_line = now
+                self._write(self._status(now) + (f": {label}" if label else ""))
 
     def close(self) -> None:
-        if not self._closed and self.total and self.done < self.total:
-            self._write(self._status(time.monotonic()) + "; stopped")
-        self._closed = True
+        self._stop.set()
+        with self._lock:
+            if not self._closed and self.total and self.done < self.total:
+                self._write(self._status(time.monotonic()) + "; stopped")
+            self._closed = True
+
+    def _beat(self) -> None:
+        """A line after `heartbeat` seconds without one, so a log never looks hung while a long unit runs."""
+        while not self._stop.wait(min(self.interval, self.heartbeat)):
+            with self._lock:
+                now = time.monotonic()
+                if not self._closed and now - self._last_line >= self.heartbeat:
+                    self._last_line = now
+                    self._write(self._status(now) + "; still working")
 
     def _status(self, now: float) -> str:
         elapsed = now - self.began

@@ -12,7 +12,10 @@ the closest valid name; a spec file that does not load; a --loss that cannot wor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from absl import app, flags, logging
 
@@ -33,6 +36,7 @@ from compat.references import DEFAULT_REFERENCES
 if TYPE_CHECKING:
     from compat.matrix import CheckReport
     from compat.reports.view import View
+    from compat.sharding import Shard
 
 _FORMATS = ["table", "json", "markdown", "html"]
 
@@ -82,6 +86,20 @@ JOBS = flags.DEFINE_integer(
     "jobs", None, "Worker processes running the specs (each imports TensorFlow once; the report is the same as "
     "with one). Default: the CPUs this process may use; 1 runs everything in this process, as before.",
     lower_bound=1)
+EXECUTOR = flags.DEFINE_enum(
+    "executor", "local", ["local", "dask"], "Where the units run: `local`, --jobs worker processes of this machine; "
+    "`dask`, a Dask distributed cluster (pip install 'gradcompat[dask]'): the one at --scheduler, else a "
+    "LocalCluster of --jobs worker processes. The report is the same.")
+SCHEDULER = flags.DEFINE_string(
+    "scheduler", None, "With --executor=dask: the address of a running Dask scheduler (tcp://host:8786), whose "
+    "workers can import gradcompat and your spec files. Default: a LocalCluster started for the run.")
+SHARD = flags.DEFINE_string(
+    "shard", None, "K/N: run only shard K (1-based) of N of the (spec, dtype) units, a split every shard computes "
+    "alike, e.g. one CI job per shard; merge the shards' JSON reports with compat-merge (or python -m "
+    "compat.releases). Balanced by --durations, else by count.")
+DURATIONS = flags.DEFINE_string(
+    "durations", None, "A JSON report of an earlier run (whole, merged or a shard's): its units' recorded seconds "
+    "balance --shard (longest first onto the least loaded shard); units it does not list count as its mean.")
 LIST = flags.DEFINE_bool(
     "list", False, "List the specs (those --specs names, else the catalogue), scenarios, variants and dtypes, then "
     "exit.")
@@ -151,15 +169,16 @@ def main(argv: list[str]) -> int:
         raise _usage_error(f"unexpected arguments {argv[1:]}; use --specs=... to name specs")
     if OUTPUT.value:
         prepare_output(OUTPUT.value)
+    sharding = _sharding()
     progress = None if LIST.value else progress_on_stderr("compat-check", PROGRESS.value)
     try:
-        return _check(progress)
+        return _check(progress, *sharding)
     finally:
         if progress:
             progress.close()
 
 
-def _check(progress: Progress | None) -> int:
+def _check(progress: Progress | None, shard: Shard | None, durations: Mapping[str, float] | None) -> int:
     if progress:
         progress.phase("importing TensorFlow")
     import_tensorflow_quietly()
@@ -173,7 +192,7 @@ def _check(progress: Progress | None) -> int:
             return 0
         view = _view()
         with exits_raised():  # os._exit in user code here (a --loss file, a spec, --jobs=1) is no silent pass
-            report = _run_check(progress)
+            report = dataclasses.replace(_run_check(progress, shard, durations), run=run_flags())
         if progress:
             progress.close()  # the bar is gone before the report is printed on the same terminal
         from compat.reports import render
@@ -213,14 +232,40 @@ def _view() -> View:
                 quiet=QUIET.value, summary=not whole)
 
 
-def _run_check(progress: Progress | None) -> CheckReport:
+CELL_FLAGS = ("specs", "scenarios", "variants", "dtypes", "reference", "loss", "max_array_elements")
+"""The flags that shape a report's cells (not --jobs, --output, --progress, --format...): shards merge only when
+they agree."""
+
+
+def run_flags() -> dict[str, Any]:
+    """The report's `run`: CELL_FLAGS' values and their fingerprint."""
+    from compat.sharding import fingerprint
+
+    values = {name: flags.FLAGS[name].value for name in CELL_FLAGS}
+    return {"flags": values, "fingerprint": fingerprint(values)}
+
+
+def _sharding() -> tuple[Shard | None, Mapping[str, float] | None]:
+    """--shard and --durations, checked before anything runs."""
+    from compat.sharding import load_durations, parse_shard
+
+    if DURATIONS.value and not SHARD.value:
+        raise _usage_error(f"--durations={DURATIONS.value} balances --shard=K/N: give --shard too, or drop it")
+    try:
+        shard = parse_shard(SHARD.value) if SHARD.value else None
+        return shard, load_durations(DURATIONS.value) if DURATIONS.value else None
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
+
+
+def _run_check(progress: Progress | None, shard: Shard | None = None,
+               durations: Mapping[str, float] | None = None) -> CheckReport:
     """Load the specs and run the matrix; any user code that runs here may print, but not to the report."""
     from compat.apps._loss import LossError, try_loss
     from compat.apps._names import check_names
     from compat.apps._request import CheckRequest
     from compat.loading import SpecLoadError
     from compat.references import select_references
-    from compat.workers import check_in_workers
 
     try:
         check_names(SPECS.value, SCENARIOS.value, VARIANTS.value, REFERENCE.value)
@@ -238,12 +283,30 @@ def _run_check(progress: Progress | None) -> CheckReport:
     except (SpecLoadError, LossError) as exc:
         raise _usage_error(str(exc)) from None
     try:
-        return check_in_workers(request, dtypes=DTYPES.value, variants=VARIANTS.value, reference=REFERENCE.value,
-                                jobs=JOBS.value, progress=_CheckProgress(progress) if progress else None,
-                                quiet_import=not tensorflow_chatter_wanted(),
-                                loaded=(specs, scenarios), references=REFERENCES.value)
+        return _executor()(request, dtypes=DTYPES.value, variants=VARIANTS.value, reference=REFERENCE.value,
+                           jobs=JOBS.value, progress=_CheckProgress(progress) if progress else None,
+                           quiet_import=not tensorflow_chatter_wanted(),
+                           loaded=(specs, scenarios), shard=shard, durations=durations,
+                           references=REFERENCES.value)
     except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
         raise _usage_error(str(exc)) from None
+
+
+def _executor() -> Callable[..., CheckReport]:
+    """check_in_workers, or with --executor=dask check_on_dask (a usage error if Dask is not installed)."""
+    if EXECUTOR.value == "local":
+        if SCHEDULER.value:
+            raise _usage_error(f"--scheduler={SCHEDULER.value} is a Dask scheduler: add --executor=dask")
+        from compat.workers import check_in_workers
+
+        return check_in_workers
+    from compat.dask_executor import DaskUnavailable, check_on_dask, require_dask
+
+    try:
+        require_dask()
+    except DaskUnavailable as exc:
+        raise _usage_error(str(exc)) from None
+    return functools.partial(check_on_dask, scheduler=SCHEDULER.value)
 
 
 def run() -> None:

@@ -5,5 +5,6 @@ wrote: `python -m compat.releases reports/check-tf2.12.json reports/check-tf2.21
 """
 
 from compat.releases.merge import MATRIX_SCHEMA_VERSION, load_report, merge, skip_record
+from compat.releases.shards import join_run, join_shards
 
-__all__ = ["MATRIX_SCHEMA_VERSION", "load_report", "merge", "skip_record"]
+__all__ = ["MATRIX_SCHEMA_VERSION", "join_run", "join_shards", "load_report", "merge", "skip_record"]

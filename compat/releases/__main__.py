@@ -1,10 +1,13 @@
 """`python -m compat.releases REPORT.json ... [--output_dir=reports]`: merge per-release reports into matrix.*.
 
+A release may be given as the N shard reports of one run (`compat-check --shard=K/N --format=json`): they are
+joined into the run's whole report first (compat.releases.shards), so shards and releases merge together.
+
 argparse, not absl: nox runs this with its own interpreter, where only the standard library is sure to exist.
 Every report is checked against compat-check's JSON schema before anything is written, and the three files are
 written all or none (a failure leaves the old ones). Exit codes: 0 merged, 2 usage error (a report that is
-missing, not a compat-check JSON report or breaks its schema, two reports of one release, an --output_dir that
-cannot be written), each naming the file.
+missing, not a compat-check JSON report or breaks its schema, two reports of one release, shards that do not
+make one whole run, an --output_dir that cannot be written), each naming the file.
 """
 
 from __future__ import annotations
@@ -17,16 +20,19 @@ from pathlib import Path
 from compat.releases import html, markdown
 from compat.releases.merge import distinct_releases, load_report, merge
 from compat.releases.output import OutputDirError, write_all
+from compat.releases.shards import join_shards
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compat.releases", description=__doc__.splitlines()[0])
-    parser.add_argument("reports", nargs="+", help="compat-check --format=json reports, one per release, in order")
+    parser.add_argument("reports", nargs="+", help="compat-check --format=json reports, one per release (or all "
+                        "the --shard=K/N reports of a release), in order")
     parser.add_argument("--output_dir", default="reports", help="where matrix.json, .md and .html are written")
     args = parser.parse_args(argv)
     try:
-        reports = [load_report(path) for path in args.reports]
-        distinct_releases(args.reports, reports)
+        joined = join_shards([(path, load_report(path)) for path in args.reports])
+        reports = [report for _, report in joined]
+        distinct_releases([path for path, _ in joined], reports)
     except ValueError as exc:
         parser.error(str(exc))
     matrix = merge(reports)

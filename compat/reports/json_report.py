@@ -6,12 +6,13 @@ import hashlib
 import json
 import math
 import warnings
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from compat._verdict import status_counts as _status_counts
+from compat._verdict import summary_of, verdict_line
 from compat._version import __version__
 from compat.reports.view import FULL, View
 
@@ -27,7 +28,6 @@ DEFAULT_MAX_ARRAY_ELEMENTS = 1000
 """Arrays with more elements are summarised (shape, dtype, min/max/mean, first values, sha256), not embedded:
 a report of a 2,000,000-element input would otherwise take gigabytes. `--max_array_elements=0` embeds all."""
 _FIRST_VALUES = 10
-CELL_STATUSES = ("same", "differs", "not_called", "unsupported", "error", "not_observable")
 
 NONFINITE: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 """How a non-finite float is written: JSON has no NaN or infinity, so they become these strings."""
@@ -39,14 +39,18 @@ def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELE
     Top level, in this order:
       tool, version: "compat-check" and the gradcompat version; schema_version: 1.
       tensorflow: the TensorFlow version that ran the check.
+      run (compat-check): {flags: the flags that shaped the cells, fingerprint: their hash}.
+      shard (compat-check --shard=K/N only): {index: K, count: N}; the report holds that shard's units only.
       reference: the variant every cell is compared with (a cell's own `reference` can be a fallback).
       tolerances: dtype -> {rtol, atol}, numpy.isclose bounds used to compare values.
       specs, scenarios, dtypes, variants: the axes, in run order; native_variants: the subset used as documented.
-      spec_descriptions: spec name -> its description (specs without one are absent).
+      spec_descriptions: spec name -> its description (specs without one are absent);
+      scenario_descriptions: scenario name -> what its downstream does.
       exit_code: 0 when no native variant disagrees unexpectedly, 1 otherwise; verdict: the one-line verdict.
       summary: {cells, unexpected, skipped, by_status, native: {cells, by_status}, cross: {cells, by_status}},
         every by_status holding all five statuses (zero included).
       skipped: [{spec, scenario, reason}] scenarios that do not apply to a spec.
+      units: [{spec, dtype, seconds}] the units checked, in report order, with how long each took.
       cells: one object per cell, in run order (spec, dtype, scenario, variant):
         spec, scenario, dtype, variant, mechanism, context, native, reference,
         status: same | differs | not_called | unsupported | error; unexpected: a native, breaking difference;
@@ -71,17 +75,21 @@ def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELE
     NaN and infinities, which JSON cannot hold, are the strings "NaN", "Infinity" and "-Infinity"; null
     always means absent, never a value.
     """
-    document = {
+    data: dict[str, Any] = {
         "tool": "compat-check",
         "version": __version__,
         "schema_version": SCHEMA_VERSION,
         "tensorflow": report.tensorflow,
+        **({"run": {"flags": dict(report.run["flags"]), "fingerprint": report.run["fingerprint"]}}
+           if report.run is not None else {}),
+        **({"shard": {"index": report.shard.index, "count": report.shard.count}} if report.shard else {}),
         "reference": report.reference,
         "tolerances": {dtype: {"rtol": number(t["rtol"]), "atol": number(t["atol"])}
                        for dtype, t in report.tolerances.items()},
         "specs": list(report.specs),
         "spec_descriptions": dict(report.descriptions),
         "scenarios": list(report.scenarios),
+        "scenario_descriptions": dict(report.scenario_descriptions),
         "dtypes": list(report.dtypes),
         "variants": list(report.variants),
         "native_variants": native_variants(report),
@@ -89,11 +97,12 @@ def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELE
         "verdict": verdict(report),
         "summary": summary(report),
         "skipped": [{"spec": s.spec, "scenario": s.scenario, "reason": s.reason} for s in report.skipped],
+        "units": [{"spec": u.spec, "dtype": u.dtype, "seconds": round(u.seconds, 3)} for u in report.units],
         "cells": [cell_dict(cell, max_array_elements) for cell in report.cells],
     }
     if report.references:
-        document["references"] = references_dict(report, max_array_elements)
-    return document
+        data["references"] = references_dict(report, max_array_elements)
+    return data
 
 
 def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS, view: View = FULL) -> str:
@@ -103,30 +112,16 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
 
 def verdict(report: CheckReport) -> str:
     """The one-line verdict shared by every format."""
-    unexpected = report.unexpected
-    if not unexpected:
-        return f"OK: every native variant agrees with {report.reference}"
-    noun = "difference" if len(unexpected) == 1 else "differences"
-    return f"FAIL: {len(unexpected)} unexpected {noun} in native variants (cells that disagree with the reference)"
+    return verdict_line(len(report.unexpected), report.reference)
 
 
 def status_counts(cells: Any) -> dict[str, int]:
     """Cells per status, every status present (zero included), in a fixed order."""
-    counts = Counter(cell.status for cell in cells)
-    return {status: counts.get(status, 0) for status in CELL_STATUSES}
+    return _status_counts(cell.status for cell in cells)
 
 
 def summary(report: CheckReport) -> dict[str, Any]:
-    native = [cell for cell in report.cells if cell.native]
-    cross = [cell for cell in report.cells if not cell.native]
-    return {
-        "cells": len(report.cells),
-        "unexpected": len(report.unexpected),
-        "skipped": len(report.skipped),
-        "by_status": status_counts(report.cells),
-        "native": {"cells": len(native), "by_status": status_counts(native)},
-        "cross": {"cells": len(cross), "by_status": status_counts(cross)},
-    }
+    return summary_of([(cell.status, cell.native, cell.unexpected) for cell in report.cells], len(report.skipped))
 
 
 def cell_dict(cell: Cell, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:

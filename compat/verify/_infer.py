@@ -1,7 +1,8 @@
 """Entry points inferred from the original's source, read statically: Defuns and functions holding legacy sites.
 
 Used when a module declares no `GRADCOMPAT_ENTRIES` and none are given: a `Defun(..., grad_func=...)` gives its
-input dtypes; a module-level function holding a `gradient_override_map` block or a Defun gives its required
+input dtypes (decorating a function, or applied to one: `f = Defun(tf.float32, grad_func=g)(fn)`); a
+module-level function holding a `gradient_override_map` block or a Defun gives its required
 parameters (float32 each). Shapes are left to the original side, which tries a small shape of each rank.
 """
 
@@ -42,6 +43,10 @@ def infer_entries(source: str, path: str) -> Inferred:
         dtypes = _defun_dtypes(node)
         if dtypes is not None:
             _add(inferred, node, dtypes, f"the dtypes of its @Defun({', '.join(dtypes)})")
+    applied = _applied_defuns(tree, functions)
+    for name, (node, dtypes, line) in applied.items():
+        _add(inferred, node, dtypes, f"the dtypes of `{name} = Defun({', '.join(dtypes)}, ...)({node.name})` at "
+                                     f"line {line}", name=name)
     lines = sorted({f.line for f in audit_tree(path, tree, source, tf_data.load()).findings
                     if f.rule in _LEGACY_RULES})
     for line in lines:
@@ -58,7 +63,7 @@ def infer_entries(source: str, path: str) -> Inferred:
                 f"class {owner.name}", f"line {line} is in a method: verify calls module-level functions; declare "
                 f"a module-level function that builds the object and calls the method, and name it in "
                 f"GRADCOMPAT_ENTRIES")
-        elif owner is None:
+        elif owner is None and not any(line == at for _, _, at in applied.values()):
             inferred.not_inferred.setdefault(
                 f"line {line}", "module-level code, not a function verify can call: move it into a function and "
                 "name that function in GRADCOMPAT_ENTRIES")
@@ -103,15 +108,35 @@ def _instance_call(tree: ast.Module, cls: ast.ClassDef, line: int) -> tuple[str,
 
 def _defun_dtypes(node: ast.FunctionDef) -> list[str] | None:
     """The dtype names of a `@Defun(tf.float32, ..., grad_func=/python_grad_func=...)` decorator, else None."""
-    for decorator in node.decorator_list:
-        if not (isinstance(decorator, ast.Call) and _last_name(decorator.func) == "Defun"):
-            continue
-        if not any(k.arg in ("grad_func", "python_grad_func") for k in decorator.keywords):
-            continue
-        names = [_last_name(arg) for arg in decorator.args]
-        if all(name in _DTYPE_NAMES for name in names) and names:
-            return [_ALIASES.get(name, name) for name in names if name is not None]
+    return next((dtypes for dtypes in map(_gradient_defun_dtypes, node.decorator_list) if dtypes is not None), None)
+
+
+def _gradient_defun_dtypes(call: ast.expr) -> list[str] | None:
+    """The dtype names of `Defun(tf.float32, ..., grad_func=/python_grad_func=...)`, else None."""
+    if not (isinstance(call, ast.Call) and _last_name(call.func) == "Defun"):
+        return None
+    if not any(k.arg in ("grad_func", "python_grad_func") for k in call.keywords):
+        return None
+    names = [_last_name(arg) for arg in call.args]
+    if all(name in _DTYPE_NAMES for name in names) and names:
+        return [_ALIASES.get(name, name) for name in names if name is not None]
     return None
+
+
+def _applied_defuns(tree: ast.Module, functions: dict[str, ast.FunctionDef]
+                    ) -> dict[str, tuple[ast.FunctionDef, list[str], int]]:
+    """`name = Defun(dtypes..., grad_func=g)(fn)` at module level, fn a module-level function: name -> (fn,
+    dtypes, line)."""
+    found = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call) and len(node.value.args) == 1 and not node.value.keywords
+                and isinstance(node.value.args[0], ast.Name) and node.value.args[0].id in functions):
+            continue
+        dtypes = _gradient_defun_dtypes(node.value.func)
+        if dtypes is not None:
+            found[node.targets[0].id] = (functions[node.value.args[0].id], dtypes, node.lineno)
+    return found
 
 
 def _last_name(node: ast.expr) -> str | None:

@@ -36,6 +36,24 @@ def test_a_run_that_stops_early_says_so_once():
     assert stream.getvalue() == "compat-check: 1/3 files, 0:00:00 elapsed, about 0:00:00 left; stopped\n"
 
 
+def test_a_long_unit_still_gets_a_line_now_and_then_and_none_after_the_end():
+    import time
+
+    stream = io.StringIO()
+    progress = LineProgress("compat-check", stream, interval=0.05, heartbeat=0.2)
+    progress.start(2, "spec x dtype")
+    time.sleep(0.7)  # the first unit takes long: the log must not look hung
+    progress.advance("a float32")
+    progress.advance("b float32")
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    beats = [line for line in lines if line.endswith("; still working")]
+    assert 2 <= len(beats) <= 4 and beats[0].startswith("compat-check: 0/2 spec x dtype, "), lines
+    assert lines[-1].startswith("compat-check: 2/2 spec x dtype") and lines[-1].endswith(": b float32"), lines
+    time.sleep(0.3)
+    assert stream.getvalue().splitlines() == lines  # the heartbeat stopped with close()
+
+
 def test_a_closed_stream_never_fails_the_run():
     stream = io.StringIO()
     stream.close()

@@ -65,3 +65,33 @@ def test_a_module_level_instance_of_a_class_whose_call_holds_the_site_is_an_entr
     inferred = infer_entries(source, "flip.py")
     assert inferred.entries == {"flip_gradient": [("float32", None)]} and not inferred.not_inferred
     assert "FlipGradientBuilder.__call__" in inferred.origins["flip_gradient"]
+
+
+def test_a_defun_applied_to_a_module_function_is_an_entry_by_the_name_it_is_bound_to(tmp_path):
+    source = textwrap.dedent('''\
+        import tensorflow as tf
+        from tensorflow.python.framework import function
+
+
+        @function.Defun(tf.float32, tf.float32)
+        def _clip_grad(x, dy):
+            return tf.clip_by_value(dy, -0.5, 0.5)
+
+
+        def double(x):
+            return x * 2.0
+
+
+        clipped_double = function.Defun(tf.float32, grad_func=_clip_grad)(double)
+        ''')
+    inferred = infer_entries(source, "ops.py")
+    assert inferred.entries == {"clipped_double": [("float32", None)]}
+    assert "`clipped_double = Defun(float32, ...)(double)` at line 14" in inferred.origins["clipped_double"]
+    assert not inferred.not_inferred  # its line is not "module-level code" any more
+    from compat.rewrite import rewrite_source
+    from compat.verify import verify_rewrite
+
+    legacy = tmp_path / "ops.py"
+    legacy.write_text(source, encoding="utf-8")
+    report = verify_rewrite(str(legacy), rewrite_source(source).text, contexts=("eager_tape", "function_tape"))
+    assert report.ok and "clipped_double" in report.entries, report.render_text()

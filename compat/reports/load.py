@@ -1,0 +1,121 @@
+"""A CheckReport back from its JSON document, so a merged run renders in every format as the run itself does."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from compat.checker import Difference
+from compat.reports.json_report import NONFINITE
+from compat.results import ReplicaRecord, Upstream, VariantResult
+
+if TYPE_CHECKING:
+    from compat.matrix import Cell, CheckReport
+
+_RESULT_STATUS = {"same": "ok", "differs": "ok"}
+"""A cell's status -> its variant result's (a result that ran is `ok`; the cell says how it compares)."""
+
+
+class SummarisedArray(ValueError):
+    """The document holds an array summarised (more elements than --max_array_elements): its values are gone."""
+
+
+def report_from_dict(data: dict[str, Any]) -> CheckReport:
+    """The CheckReport whose JSON rendering (`compat.reports.json_report.as_dict`) is `data`, for rendering again.
+
+    Only what the JSON holds comes back: each variant's first call (the renderers show no other), arrays as the
+    dtype they were received in (upstreams) or float64.
+
+    Raises:
+      SummarisedArray: an array was written as a summary; write the reports with --max_array_elements=0.
+    """
+    from compat.matrix import CheckReport, Skip, UnitTime
+    from compat.sharding import Shard
+
+    shard = data.get("shard")
+    return CheckReport(
+        cells=tuple(_cell(cell) for cell in data["cells"]),
+        skipped=tuple(Skip(s["spec"], s["scenario"], s["reason"]) for s in data["skipped"]),
+        reference=data["reference"], specs=tuple(data["specs"]), scenarios=tuple(data["scenarios"]),
+        dtypes=tuple(data["dtypes"]), variants=tuple(data["variants"]), tensorflow=data["tensorflow"],
+        tolerances={dtype: {k: _float(v) for k, v in t.items()} for dtype, t in data["tolerances"].items()},
+        descriptions=dict(data.get("spec_descriptions", {})),
+        scenario_descriptions=dict(data.get("scenario_descriptions", {})),
+        units=tuple(UnitTime(u["spec"], u["dtype"], float(u["seconds"])) for u in data.get("units", [])),
+        shard=Shard(shard["index"], shard["count"]) if shard else None, run=data.get("run"))
+
+
+def _cell(data: dict[str, Any]) -> Cell:
+    from compat.matrix import Cell
+
+    upstream = data["upstream"]
+    result = VariantResult(
+        spec=data["spec"], variant=data["variant"], mechanism=data["mechanism"], context=data["context"],
+        status=cast(Any, _RESULT_STATUS.get(data["status"], data["status"])),
+        input_grads=tuple(_array(g) for g in data["input_grads"] or ()),
+        upstreams=() if upstream is None else (tuple(_upstream(u) for u in upstream),),
+        calls=data["calls"], traces=data["traces"], message=data["message"], downstream=data["scenario"],
+        input_grad_kinds=tuple(data["input_grad_kinds"] or ()), violations=tuple(data["violations"]),
+        upstream_scale=data["upstream_scale"], replicas=tuple(_replica(r) for r in data["replicas"]),
+        scaled_input_grads=tuple(_array(g) for g in data["scaled_input_grads"] or ()),
+        global_batch=data["global_batch"])
+    differences = tuple(_difference(d) for d in data["differences"])
+    return Cell(data["spec"], data["scenario"], data["dtype"], data["variant"], data["native"], data["status"],
+                differences, result, data["reference"], data["unexpected"])
+
+
+def _difference(data: dict[str, Any]) -> Difference:
+    where = data["where"]
+    return Difference(kind=data["kind"], where=where, detail=data["detail"].removeprefix(f"{where}: "),
+                      max_abs=_float(data["max_abs"]) if "max_abs" in data else None,
+                      max_rel=_float(data["max_rel"]) if "max_rel" in data else None,
+                      index=tuple(data["index"]) if "index" in data else None)
+
+
+def _upstream(data: dict[str, Any]) -> Upstream:
+    value = _array(data["value"])
+    if value is not None and data["dtype"] is not None:
+        value = value.astype(_dtype(data["dtype"]))
+    shape, dense = data["static_shape"], data["dense_shape"]
+    return Upstream(kind=data["kind"], dtype=data["dtype"], static_shape=None if shape is None else tuple(shape),
+                    value=value, indices=_array(data["indices"]),
+                    dense_shape=None if dense is None else tuple(dense))
+
+
+def _replica(data: dict[str, Any]) -> ReplicaRecord:
+    first = data["upstream"]
+    call = () if first is None else tuple(_upstream(u) for u in first)
+    return ReplicaRecord(replica=data["replica"], rows=tuple(data["rows"]), scaling=data["scaling"],
+                         upstreams=(call,) * data["calls"],
+                         input_grads=tuple(_array(g) for g in data["input_grads"] or ()))
+
+
+def _array(data: Any) -> np.ndarray | None:
+    if data is None:
+        return None
+    if isinstance(data, dict):
+        raise SummarisedArray("an array of more than --max_array_elements elements was written as a summary, so "
+                              "its values cannot be shown again: write the reports with --max_array_elements=0")
+    values = _floats(data)
+    return np.asarray(values)
+
+
+def _floats(data: Any) -> Any:
+    """Nested lists with JSON's "NaN" / "Infinity" strings turned back into floats."""
+    if isinstance(data, list):
+        return [_floats(item) for item in data]
+    return NONFINITE[data] if isinstance(data, str) else data
+
+
+def _float(value: Any) -> float:
+    return NONFINITE[value] if isinstance(value, str) else float(value)
+
+
+def _dtype(name: str) -> np.dtype[Any]:
+    try:
+        return np.dtype(name)
+    except TypeError:  # bfloat16: numpy knows it once ml_dtypes (TensorFlow's dependency) is imported
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
