@@ -161,6 +161,8 @@ def forward_check_dict(checked: ForwardCheck) -> dict[str, Any]:
         data["where"] = checked.where
     if checked.max_abs is not None:
         data["max_abs"] = number(checked.max_abs)
+    if checked.reason:
+        data["reason"] = checked.reason
     return data
 
 
@@ -178,6 +180,8 @@ def references_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_A
 def forward_value_dict(value: ForwardValue, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:
     data: dict[str, Any] = {"reference": value.reference, "spec": value.spec, "scenario": value.scenario,
                             "dtype": value.dtype, "status": value.status, "message": value.message}
+    if value.reason:
+        data["reason"] = value.reason
     if value.input_grads:
         data["input_grads"] = [array(grad, max_array_elements) for grad in value.input_grads]
     if value.directions:
