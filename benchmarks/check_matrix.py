@@ -383,6 +383,15 @@ def run_wrapped_eager(cases: Sequence[BaselineCase], wrap: Callable[..., Any], o
     run_eager([dataclasses.replace(case, op=wrapped_op(case, wrap)) for case in cases], tape_fn, out)
 
 
+def vectorized_first_row(fn: Callable[..., Any], signature: list[tf.TensorSpec]) -> Callable[..., Any]:
+    """`fn` mapped by tf.vectorized_map over two copies of its inputs; the first row's outputs."""
+    def call(*xs):
+        outputs = tf.vectorized_map(lambda row: tuple(fn(*row)), tuple(tf.stack([x, x]) for x in xs))
+        return tuple(output[0] for output in outputs)
+
+    return call
+
+
 def run_mixed_precision(cases: Sequence[BaselineCase], out: Grads) -> None:
     """Each op in a Keras mixed_float16 layer, the loss scaled from 2**15 and halved while gradients overflow."""
     import keras  # noqa: PLC0415 - the harness's mixed_precision context needs it too
@@ -669,6 +678,9 @@ BASELINE_CONTEXTS: dict[str, Callable[[Sequence[BaselineCase], Grads], None]] = 
     "keras_fit": run_keras_fit,
     "saved_model": lambda cases, out: run_saved(cases, out, custom_gradients=True),
     "saved_model_stripped": lambda cases, out: run_saved(cases, out, custom_gradients=False),
+    "recompute_grad": lambda cases, out: run_wrapped_eager(
+        cases, lambda fn, signature: tf.recompute_grad(lambda *xs: list(fn(*xs))), out),
+    "vectorized_map": lambda cases, out: run_wrapped_eager(cases, vectorized_first_row, out),
 }
 
 

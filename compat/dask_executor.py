@@ -3,10 +3,10 @@
 Each unit is one task. A worker process imports TensorFlow and loads the specs once (`compat.workers.load_in_worker`,
 cached per process), then runs every unit it is given through the one-process code path, so the report is the same
 as `--jobs`' local pool. A worker that dies while running a unit (a segfault, `os._exit`, the OOM killer) is
-restarted by its nanny and the unit is sent once more (Dask cannot tell the unit that crashed its worker from
-one only assigned to it); if a worker dies again running it, it becomes `error` cells saying so. On a cluster this
-module starts Dask itself never retries (`allowed-failures` 0) and a worker holds only the unit it runs
-(`worker-saturation` 1.0): configure a cluster of your own alike. Ctrl-C cancels the tasks and closes the cluster
+restarted by its nanny and the unit is run once more at the end, alone on the cluster (Dask cannot tell the
+unit that crashed its worker from one that was only there); if its worker dies again, its cells say so. On a
+cluster this module starts Dask itself never retries (`allowed-failures` 0) and a worker holds only the unit it
+runs (`worker-saturation` 1.0): configure a cluster of your own alike. Ctrl-C cancels the tasks and closes the cluster
 and its workers.
 Without `--scheduler` it starts a `distributed.LocalCluster` of `--jobs` single-threaded worker processes.
 Needs `pip install 'gradcompat[dask]'`.
@@ -99,8 +99,8 @@ def _run(client: Any, config: WorkerConfig, todo: Sequence[tuple[int, str]], lab
          chosen: Plan, progress: Progress | None) -> tuple[list[UnitResult], list[float]]:
     """Every unit's result and seconds, in `todo` order. Each result is fetched as soon as it is ready and its
     future dropped, so a worker dying later loses nothing the scheduler would have to compute again. A unit whose
-    worker died is sent once more: Dask cannot say whether it crashed the worker or was only assigned to
-    it; if its worker dies again, its cells say so."""
+    worker died is run again at the end, alone on the cluster: Dask cannot say whether it crashed the worker or was
+    only there when another unit did; if its worker dies again, nothing else was running, so its cells say so."""
     distributed = require_dask()
     run, pickled = uuid.uuid4().hex[:8], pickle.dumps(config)
     number_of: dict[str, int] = {}
@@ -111,25 +111,35 @@ def _run(client: Any, config: WorkerConfig, todo: Sequence[tuple[int, str]], lab
         number_of[future.key] = number
         return future
 
-    pending = distributed.as_completed([submit(number, 0) for number in range(len(todo))], with_results=True,
-                                       raise_errors=False)
     results: list[UnitResult | None] = [None] * len(todo)
     seconds = [0.0] * len(todo)
     done = 0
+
+    def finish(number: int, outcome: Any) -> None:
+        nonlocal done
+        index, dtype = todo[number]
+        results[number], seconds[number] = _outcome(outcome, config.spec_names[index], dtype, chosen)
+        done += 1
+        if progress:
+            progress(done, len(todo), labels[number])
+
+    pending = distributed.as_completed([submit(number, 0) for number in range(len(todo))], with_results=True,
+                                       raise_errors=False)
+    killed: list[int] = []
     try:
         for future, outcome in pending:
-            number = number_of[future.key]
-            index, dtype = todo[number]
+            number, failed = number_of[future.key], future.status == "error"
             future.release()
-            if future.status == "error":  # with_results gives (type, exception, traceback)
-                outcome = outcome[1]
-                if type(outcome).__name__ == "KilledWorker" and future.key.endswith("-0"):
-                    pending.add(submit(number, 1))
-                    continue
-            results[number], seconds[number] = _outcome(outcome, config.spec_names[index], dtype, chosen)
-            done += 1
-            if progress:
-                progress(done, len(todo), labels[number])
+            if failed and type(outcome[1]).__name__ == "KilledWorker":
+                killed.append(number)
+                continue
+            finish(number, outcome[1] if failed else outcome)  # a failure is (type, exception, traceback)
+        for number in sorted(killed):  # alone now: a death is this unit's
+            pending = distributed.as_completed([submit(number, 1)], with_results=True, raise_errors=False)
+            for future, outcome in pending:
+                failed = future.status == "error"
+                future.release()
+                finish(number, outcome[1] if failed else outcome)
     except BaseException:
         client.cancel(list(pending.futures))  # Ctrl-C: nothing more runs; the cluster is closed by _client
         raise

@@ -9,10 +9,10 @@ ALL_VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in AL
 """Every variant name, mechanism-major, in registry order, opt-in contexts included."""
 
 VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in CONTEXTS)
-"""The default variants: every mechanism in every context but the opt-in (distributed) ones."""
+"""The default variants: every mechanism in every context but the opt-in ones (`OPT_IN_VARIANTS`)."""
 
-DISTRIBUTED_VARIANTS: tuple[str, ...] = tuple(v for v in ALL_VARIANTS if v not in VARIANTS)
-"""Variants of the opt-in contexts (tf.distribute): chosen only by name or `*@context`."""
+OPT_IN_VARIANTS: tuple[str, ...] = tuple(v for v in ALL_VARIANTS if v not in VARIANTS)
+"""Variants of the opt-in contexts (tf.distribute, Jacobians, forward mode): chosen only by name or `*@context`."""
 
 NATIVE_VARIANTS: tuple[str, ...] = tuple(
     f"{m}@{c}" for m, mechanism in MECHANISMS.items() for c, context in CONTEXTS.items()

@@ -141,5 +141,19 @@ def test_empty_inputs_skip_the_gather_scenarios_with_a_reason():
     spec = compat.GradientSpec("empty", lambda x: x * 2.0, lambda i, o, u: [u[0]], [np.zeros((0,), np.float32)])
     report = check([spec], scenarios=["sum", "gather", "gather_twice"], variants=list(compat.NATIVE_VARIANTS))
     assert {(s.scenario, s.reason) for s in report.skipped} == {
-        (name, "the first output is empty (shape [0]): there is no row to gather") for name in ("gather", "gather_twice")}
+        (name, "the first output is empty (shape [0]): there is no row to gather")
+        for name in ("gather", "gather_twice")}
     assert report.exit_code == 0 and {c.scenario for c in report.cells} == {"sum"}
+
+
+def test_opt_in_contexts_run_when_named_and_report_what_tensorflow_hands_over_without_failing():
+    report = check([CATALOGUE["scaled_ste"]()], scenarios=["grad_ys"],
+                   variants=["custom_gradient@jacobian_loop", "custom_gradient@forward_accumulator"])
+    cells = {c.variant: c for c in report.cells}
+    assert report.exit_code == 0 and report.unexpected == ()
+    jacobian, forward = cells["custom_gradient@jacobian_loop"], cells["custom_gradient@forward_accumulator"]
+    assert not jacobian.native and not forward.native
+    # One one-hot row per element of y, and an upstream of ones per JVP: calls differ from the reference's one.
+    assert {d.kind for d in jacobian.differences} >= {"calls"} and jacobian.result.calls > 1
+    assert "calls" in {d.kind for d in forward.differences}
+    assert not [d for d in jacobian.differences if d.where.startswith("input_grad")]  # contracted: the same

@@ -28,7 +28,7 @@ def seed_runs(seed_spec):
 def test_seed_runs_in_every_variant(seed_runs, downstream):
     results = seed_runs[downstream]
     assert [r.variant for r in results] == list(compat.VARIANTS)
-    assert len(results) == 52
+    assert len(results) == 60
     assert all(r.status in compat.STATUSES for r in results)
     for result in results:
         assert result.variant == f"{result.mechanism}@{result.context}"
@@ -315,6 +315,9 @@ def test_run_accepts_a_downstream_and_variant_globs(seed_spec):
         if result.context == "saved_model_stripped":  # the loader has no gradient for the op: nothing received
             assert result.status == "unsupported" and result.upstream is None
             continue
+        if result.context == "vectorized_map":  # pfor drops the custom gradient: tests/contexts/test_recompute.py
+            assert result.status == "not_called" and result.upstream is None
+            continue
         np.testing.assert_array_equal(result.upstream[0].value, [3.0, 3.0, 3.0])
 
 
@@ -333,7 +336,8 @@ def test_runs_release_their_graphs_and_gradient_registrations(seed_spec):
     from tensorflow.python.framework import ops
 
     def live():
-        gc.collect()
+        for _ in range(3):  # pfor's traced functions (vectorized_map) free their graphs only on a later pass
+            gc.collect()
         return sum(isinstance(o, tf.Graph) for o in gc.get_objects()), len(ops._gradient_registry.list())
 
     compat.run(seed_spec("leak_warmup"))
@@ -376,7 +380,7 @@ def test_a_context_that_fails_itself_makes_error_cells_for_its_variants_only(see
     assert broken.status == "error"
     assert "context `eager_tape` failed with TensorFlow" in broken.message and "LossScaleOptimizer" in broken.message
     assert all(r.status == "ok" for v, r in results.items() if v not in ("custom_gradient@eager_tape",)
-               and r.context not in ("mixed_precision", "saved_model_stripped")), {
+               and r.context not in ("mixed_precision", "saved_model_stripped", "vectorized_map")), {
         v: r.message for v, r in results.items()}
 
 

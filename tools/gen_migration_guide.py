@@ -82,7 +82,7 @@ def tape_over_function_verdict(codes: dict[str, str], outputs: dict[str, str]) -
 
 
 def _report_generators() -> dict[str, Callable[[], str]]:
-    from compat.guide import contexts, facts, forward, tables
+    from compat.guide import contexts, facts, forward, modes, tables
     from compat.guide.run import guide_report
     from compat.scenarios import SCENARIOS
 
@@ -98,6 +98,7 @@ def _report_generators() -> dict[str, Callable[[], str]]:
         "distributed_replicas": lambda: distributed.replica_upstreams(distributed.distributed_report()),
         "distributed_reduced": lambda: distributed.reduced_verdicts(distributed.distributed_report()),
         "always_ones": lambda: facts.always_ones(report()),
+        "modes_ones": lambda: modes.jacobians_and_forward_mode(modes.modes_report()),
         "upstream_values": lambda: tables.upstream_values(report()),
         "scenarios": scenarios,
         "override_contexts": lambda: facts.override_contexts(report()),

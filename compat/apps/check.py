@@ -111,17 +111,20 @@ def _usage_error(message: str) -> app.UsageError:
 
 def _listing() -> str:
     """The specs `--specs` names (default: the catalogue and its opt-in specs), scenarios, variants, dtypes."""
+    from compat.contexts import ALL_CONTEXTS
     from compat.dtypes import DTYPES
     from compat.references import REFERENCES as REFERENCES_REGISTRY
     from compat.scenarios import SCENARIOS
-    from compat.variants import DISTRIBUTED_VARIANTS, NATIVE_VARIANTS, VARIANTS
+    from compat.variants import NATIVE_VARIANTS, OPT_IN_VARIANTS, VARIANTS
 
     lines = _spec_listing()
     lines += ["scenarios:"] + [f"  {name}: {scenario.description}" for name, scenario in SCENARIOS.items()]
     lines += ["  custom: your own loss, given with --loss"]
     lines += ["variants (* = native):"] + [f"  {'*' if v in NATIVE_VARIANTS else ' '} {v}" for v in VARIANTS]
-    lines += ["distributed variants (run only when named, e.g. --variants='*@mirrored_tape'):"]
-    lines += [f"    {v}" for v in DISTRIBUTED_VARIANTS]
+    lines += ["opt-in variants (they multiply a run's time: run only when named, e.g. --variants='*@jacobian_pfor'):"]
+    lines += [f"    {v}" for v in OPT_IN_VARIANTS]
+    lines += ["contexts:"] + [f"  {name}{' (opt-in)' if context.opt_in else ''}: {context.summary}"
+                              for name, context in ALL_CONTEXTS.items()]
     lines += ["dtypes: " + ", ".join(DTYPES)]
     lines += ["references (the forward itself; --references, both by default):"]
     lines += [f"  {name}: {reference.description}" for name, reference in REFERENCES_REGISTRY.items()]

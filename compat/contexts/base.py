@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import importlib.util
 import dataclasses
+import importlib.util
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -219,22 +219,33 @@ def tf_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
     return symbolic_gradients(case, inputs, tf.gradients)
 
 
-def tape_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
+TapeRequest = Callable[[Any, Any, Sequence[Any], Any], Sequence[Any]]
+"""`request(tape, target, sources, grad_ys) -> gradients`: how a context asks a tape for the gradients."""
+
+
+def tape_gradient(tape: Any, target: Any, sources: Sequence[Any], grad_ys: Any) -> Sequence[Any]:
+    """`tape.gradient`, as TF2 code asks for a gradient."""
+    return tape.gradient(target, sources, output_gradients=grad_ys)
+
+
+def tape_gradients(case: Case, inputs: Sequence[Any], request: TapeRequest = tape_gradient,
+                   persistent: bool = False) -> Gradients:
     """Gradients for `inputs` (tensors, then tf.Variables) and the case's extra sources with tf.GradientTape
-    (nested tapes for second order), in any mode."""
+    (nested tapes for second order), in any mode; `request` asks each tape (`tape.gradient` by default),
+    `persistent` tapes where it asks more than once (a Jacobian's loop)."""
     second_order = case.downstream.order == 2
-    outer: Any = tf.GradientTape() if second_order else contextlib.nullcontext()
+    outer: Any = tf.GradientTape(persistent=persistent) if second_order else contextlib.nullcontext()
     with outer as outer_tape:
         if second_order:
             outer_tape.watch(list(inputs))
-        with tf.GradientTape() as tape:
+        with tf.GradientTape(persistent=persistent) as tape:
             tape.watch(list(inputs))
             target, grad_ys = _target_and_grad_ys(case, inputs)
         sources = [*inputs, *_extra_sources(case, tape)]
         variables = _described(sources[len(inputs):])
-        grads = tape.gradient(target, sources, output_gradients=grad_ys)
+        grads = request(tape, target, sources, grad_ys)
         if not second_order:
             return Gradients(list(grads), variables=variables)
         total = _second_order_target(grads)
-    second = [None] * len(sources) if total is None else outer_tape.gradient(total, sources)
+    second = [None] * len(sources) if total is None else request(outer_tape, total, sources, None)
     return Gradients(list(second), anchors=[densify(g) for g in grads if g is not None], variables=variables)

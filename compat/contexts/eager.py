@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 
-from compat.contexts.base import Case, Context, Outcome, grads_outcome, tape_gradients
+from compat.contexts.base import Case, Context, Gradients, Outcome, grads_outcome, tape_gradients
 
 
 class EagerTape(Context):
@@ -18,11 +19,13 @@ class EagerTape(Context):
         return [self.run_one(case) for case in cases]
 
     @staticmethod
-    def run_one(case: Case) -> Outcome:
+    def run_one(case: Case, gradients: Callable[[Case, Sequence[Any]], Gradients] = tape_gradients) -> Outcome:
+        """One case, eagerly: its inputs as constants, its variables as tf.Variables, differentiated by `gradients`
+        (a tf.GradientTape by default)."""
         case.before_run()
         try:
             sources = [*(tf.constant(value) for value in case.inputs), *(tf.Variable(v) for v in case.variables)]
-            computed = tape_gradients(case, sources)
+            computed = gradients(case, sources)
         except Exception as exc:  # noqa: BLE001 - eager builds and runs at once; the error's type tells which.
             return Outcome(error=exc, phase="build" if _is_unsupported(exc) else "run")
         return grads_outcome(computed.grads, case.sources, computed.variables)

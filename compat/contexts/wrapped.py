@@ -45,13 +45,16 @@ def wrapped_build(case: Case, wrap: Wrapper) -> Callable[[], BuiltOp]:
 
 class _RetracingWarnings(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
+        if "parallel_for" in record.pathname:
+            return False  # pfor logs each op it runs in a while_loop, or fails to convert; the cell says the outcome
         return "triggered tf.function retracing" not in record.getMessage()
 
 
 @contextlib.contextmanager
 def quiet_retracing() -> Iterator[None]:
     """Drops TensorFlow's "N out of the last N calls triggered tf.function retracing" warnings: every case is
-    traced anew on purpose (a fresh op per case); every other TensorFlow warning still shows."""
+    traced anew on purpose (a fresh op per case); and pfor's log of each op it could not vectorize (a Defun under
+    `tf.vectorized_map`, whose cell quotes the error). Every other TensorFlow warning still shows."""
     quiet = _RetracingWarnings()
     tf.get_logger().addFilter(quiet)
     try:

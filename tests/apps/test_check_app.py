@@ -78,6 +78,11 @@ def test_list_prints_the_registries(tmp_path, capsys):
     assert "scaled_ste" in out and "second_order" in out and "* custom_gradient@eager_tape" in out
     assert "references (the forward itself; --references, both by default):" in out
     assert "  autodiff: TensorFlow's own gradient" in out and "  finite_difference: central differences" in out
+    default, opt_in = out.split("opt-in variants", 1)
+    for context in ("jacobian_loop", "jacobian_pfor", "forward_accumulator", "mirrored_tape"):
+        assert f"custom_gradient@{context}" in opt_in and f"@{context}" not in default
+        assert f"  {context} (opt-in): " in opt_in
+    assert "  custom_gradient@recompute_grad" in default and "  custom_gradient@vectorized_map" in default
 
 
 def test_references_flag_chooses_the_references_computed(tmp_path):

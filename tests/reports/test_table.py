@@ -20,12 +20,13 @@ def test_real_report_has_header_legend_matrix_and_verdict(report):
 def test_override_map_under_tapes_is_a_pitfall(report):
     text = render(report, "table")
     # A tape in the op's own graph looks gradients up by op type; a tape outside a tf.function or
-    # wrap_function (outer_tape, wrap_function) differentiates the function, whose graph honours the override.
-    assert ("override_map under v1_tape, eager_tape, function_tape, xla_tape, mixed_precision and keras_fit: gradient\n"
-            "    function never called") in text
+    # wrap_function (outer_tape, wrap_function) differentiates the function, whose graph honours the override;
+    # recompute_grad's eager tape looks it up by op type too.
+    assert ("override_map under v1_tape, eager_tape, function_tape, xla_tape, mixed_precision, keras_fit and\n"
+            "    recompute_grad: gradient function never called") in text
     found = {(p.mechanism, p.status): p for p in pitfalls(report)}
     assert set(found["override_map", "not_called"].contexts) == {"v1_tape", "eager_tape", "function_tape", "xla_tape",
-                                                                 "mixed_precision", "keras_fit"}
+                                                                 "mixed_precision", "keras_fit", "recompute_grad"}
     assert all(not c.native for p in found.values() for c in p.cells)
 
 
