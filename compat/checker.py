@@ -119,7 +119,7 @@ def _compare_input_grads(result: VariantResult, reference: VariantResult) -> lis
         if result.compute_dtype == "float16" and mine is not None and theirs is not None and theirs.dtype.kind == "f":
             # computed in float16 under a mixed-precision policy: compared at float16's precision
             mine, theirs = mine.astype(np.float16), theirs.astype(np.float16)
-        differences += _compare_arrays(where, mine, theirs)
+        differences += compare_arrays(where, mine, theirs)
     return differences
 
 
@@ -155,7 +155,8 @@ def _compare_upstream(where: str, mine: Upstream, theirs: Upstream, mixed: bool 
         kind: DifferenceKind = "compute_dtype" if as_policy else "dtype"
         differences.append(Difference(kind, where, f"{mine.dtype} here, {theirs.dtype} in the reference"))
     if mine.kind == theirs.kind and mine.static_shape != theirs.static_shape:
-        seen = f"static shape {_shape_text(mine.static_shape)} here, {_shape_text(theirs.static_shape)} in the reference"
+        seen = (f"static shape {_shape_text(mine.static_shape)} here, {_shape_text(theirs.static_shape)} in the "
+                "reference")
         if (mine.static_shape is not None and theirs.static_shape is not None
                 and not _compatible(mine.static_shape, theirs.static_shape)):
             differences.append(Difference("shape", where, seen))
@@ -167,9 +168,9 @@ def _compare_upstream(where: str, mine: Upstream, theirs: Upstream, mixed: bool 
                                       f"{list(theirs_dense.shape)} in the reference, for an integer output (it has "
                                       "no gradient): code that uses this upstream's shape takes another path"))
     elif mine.dtype == theirs.dtype:
-        differences += _compare_arrays(where, mine_dense, theirs_dense)
+        differences += compare_arrays(where, mine_dense, theirs_dense)
     elif as_policy and mine_dense is not None and theirs_dense is not None:
-        differences += _compare_arrays(where, mine_dense, theirs_dense.astype(np.float16))
+        differences += compare_arrays(where, mine_dense, theirs_dense.astype(np.float16))
     return differences
 
 
@@ -196,7 +197,7 @@ def _compatible(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> bool:
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
 
 
-def _compare_arrays(where: str, mine: np.ndarray | None, theirs: np.ndarray | None) -> list[Difference]:
+def compare_arrays(where: str, mine: np.ndarray | None, theirs: np.ndarray | None) -> list[Difference]:
     if mine is None or theirs is None:
         if mine is None and theirs is None:
             return []

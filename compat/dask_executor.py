@@ -52,16 +52,17 @@ def require_dask() -> Any:
 def check_on_dask(load: Loader, dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
                   reference: str = DEFAULT_REFERENCE, jobs: int | None = None, progress: Progress | None = None,
                   quiet_import: bool = True, loaded: Workload | None = None, shard: Shard | None = None,
-                  durations: Mapping[str, float] | None = None, scheduler: str | None = None) -> CheckReport:
+                  durations: Mapping[str, float] | None = None, scheduler: str | None = None,
+                  references: Sequence[str] | None = None) -> CheckReport:
     """`compat.workers.check_in_workers` with the units sent to a Dask cluster: the one at `scheduler`
     (an address such as tcp://host:8786), else a LocalCluster of `jobs` worker processes (default: the CPUs)."""
     from compat.matrix import assemble, plan, shard_units
 
     specs, scenarios = loaded if loaded is not None else load()
-    chosen = plan(scenarios, dtypes, variants, reference)
+    chosen = plan(scenarios, dtypes, variants, reference, references)
     todo = shard_units(specs, chosen, shard, durations)
     config = WorkerConfig(load, chosen.dtypes, tuple(variants) if variants is not None else None, reference,
-                          tuple(spec.name for spec in specs), quiet_import)
+                          tuple(spec.name for spec in specs), quiet_import, chosen.references)
     labels = [f"{specs[index].name} {dtype}" for index, dtype in todo]
     if progress:
         progress(0, len(todo), f"connecting to the Dask scheduler at {scheduler}" if scheduler else

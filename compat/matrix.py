@@ -13,6 +13,8 @@ from compat.checker import DEFAULT_REFERENCE, CellStatus, Difference, cell_statu
 from compat.distribute.compare import compare_distributed, references
 from compat.dtypes import DTYPES, TOLERANCES, cast_spec
 from compat.probe import UserCodeError, describe_exception, user_exception
+from compat.references import compute, select_references
+from compat.references.base import ForwardCheck, ForwardValue, check_cell
 from compat.results import VariantResult
 from compat.runner import run_matrix
 from compat.scenarios import Scenario, select_scenarios
@@ -37,6 +39,9 @@ class Cell:
     reference: str
     unexpected: bool
     """A native variant that fails, or disagrees with the reference in a way that can change what is learned."""
+    forward: tuple[ForwardCheck, ...] = ()
+    """The cell's input gradients against each reference that is the forward itself (`autodiff`,
+    `finite_difference`): what the custom gradient changes. Never part of `unexpected`."""
 
     @property
     def mechanism(self) -> str:
@@ -76,6 +81,18 @@ class CheckReport:
     """The shard of the run this report holds (its `units` only), or None for a whole run."""
     run: Mapping[str, Any] | None = None
     """The flags that shaped the cells (compat-check's), which shards of one run must share."""
+    references: tuple[str, ...] = ()
+    """The references that are the forward itself computed for every scenario (`compat.references`)."""
+
+    @property
+    def forward_values(self) -> tuple[ForwardValue, ...]:
+        """What each reference computed, once per (reference, spec, scenario, dtype), in cell order."""
+        found: dict[tuple[str, str, str, str], ForwardValue] = {}
+        for cell in self.cells:
+            for checked in cell.forward:
+                value = checked.value
+                found.setdefault((value.reference, value.spec, value.scenario, value.dtype), value)
+        return tuple(found.values())
 
     @property
     def unexpected(self) -> tuple[Cell, ...]:
@@ -109,14 +126,18 @@ class Plan:
     to_run: tuple[str, ...]
     """The chosen variants plus the reference, in registry order."""
     reference: str
+    references: tuple[str, ...] = ()
+    """The references that are the forward itself (`compat.references`) each scenario is compared with."""
 
 
 UnitResult = tuple[list[Cell], list[Skip]]
 
 
 def plan(scenarios: Sequence[str | Scenario] | None = None, dtypes: Sequence[str] | None = None,
-         variants: Sequence[str] | None = None, reference: str = DEFAULT_REFERENCE) -> Plan:
-    """Check the axes (ValueError naming the valid names) and fix what every unit runs."""
+         variants: Sequence[str] | None = None, reference: str = DEFAULT_REFERENCE,
+         references: Sequence[str] | None = None) -> Plan:
+    """Check the axes (ValueError naming the valid names) and fix what every unit runs; `references`: None for
+    the default ones (`compat.references.DEFAULT_REFERENCES`), [] for none."""
     chosen_scenarios = select_scenarios(list(scenarios) if scenarios is not None else None)
     chosen_dtypes = tuple(dtypes) if dtypes is not None else ("float32",)
     for dtype in chosen_dtypes:
@@ -125,7 +146,7 @@ def plan(scenarios: Sequence[str | Scenario] | None = None, dtypes: Sequence[str
     parse_variant(reference)
     chosen_variants = select(list(variants) if variants is not None else None)
     return Plan(tuple(chosen_scenarios), chosen_dtypes, tuple(chosen_variants),
-                tuple(select([*chosen_variants, reference])), reference)
+                tuple(select([*chosen_variants, reference])), reference, select_references(references))
 
 
 def units(specs: Sequence[GradientSpec], chosen: Plan) -> list[tuple[int, str]]:
@@ -145,13 +166,16 @@ def shard_units(specs: Sequence[GradientSpec], chosen: Plan, shard: Shard | None
 
 def check(specs: Sequence[GradientSpec], scenarios: Sequence[str | Scenario] | None = None,
           dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
-          reference: str = DEFAULT_REFERENCE, progress: Progress | None = None) -> CheckReport:
+          reference: str = DEFAULT_REFERENCE, progress: Progress | None = None,
+          references: Sequence[str] | None = None) -> CheckReport:
     """Run every spec in every dtype, scenario and variant, and compare each cell with `reference`.
 
     One graph or trace is built per (spec, dtype, context) for all its scenarios and variants. `scenarios`
-    holds registered names or `Scenario` objects (e.g. one made from a user's loss).
+    holds registered names or `Scenario` objects (e.g. one made from a user's loss). Every cell's gradient is
+    also compared with `references`, the forward's own derivative (`autodiff`, `finite_difference`; None: both,
+    []: none), reported in `Cell.forward` and never failing the check.
     """
-    chosen = plan(scenarios, dtypes, variants, reference)
+    chosen = plan(scenarios, dtypes, variants, reference, references)
     return check_units(specs, chosen, units(specs, chosen), progress)
 
 
@@ -174,7 +198,8 @@ def check_units(specs: Sequence[GradientSpec], chosen: Plan, todo: Sequence[tupl
 def check_unit(spec: GradientSpec, dtype: str, chosen: Plan) -> UnitResult:
     """One spec in one dtype; a spec that cannot even be built becomes `error` cells naming why."""
     try:
-        return _check_one(spec, dtype, chosen.scenarios, chosen.variants, chosen.to_run, chosen.reference)
+        cells, skipped = _check_one(spec, dtype, chosen.scenarios, chosen.variants, chosen.to_run, chosen.reference)
+        return _with_forward(spec, dtype, chosen, cells), skipped
     except UserCodeError as exc:
         return broken_spec_cells(spec.name, dtype, chosen, exc.problem), []
     except BaseException as exc:
@@ -202,7 +227,7 @@ def assemble(specs: Sequence[GradientSpec], chosen: Plan, results: Sequence[Unit
                        tuple(s.name for s in chosen.scenarios), chosen.dtypes, chosen.variants,
                        descriptions={s.name: s.description for s in specs if s.description},
                        scenario_descriptions={s.name: s.description for s in chosen.scenarios},
-                       units=timed, shard=shard)
+                       units=timed, shard=shard, references=chosen.references)
 
 
 def _check_one(spec: GradientSpec, dtype: str, scenarios: Sequence[Scenario], variants: Sequence[str],
@@ -238,6 +263,33 @@ def _check_one(spec: GradientSpec, dtype: str, scenarios: Sequence[Scenario], va
             cells.append(Cell(spec.name, scenario.name, dtype, variant, native, status,
                               differences, result, baseline, unexpected))
     return cells, skipped
+
+
+def _with_forward(spec: GradientSpec, dtype: str, chosen: Plan, cells: list[Cell]) -> list[Cell]:
+    """The cells with their gradients compared with each reference that is the forward itself, computed once per
+    scenario; a reference that fails is an `error` value naming it, never a failed check."""
+    if not chosen.references or not cells:
+        return cells
+    typed = cast_spec(spec, dtype)
+    scenarios = {scenario.name: scenario for scenario in chosen.scenarios}
+    values: dict[str, tuple[ForwardValue, ...]] = {}
+    for name in dict.fromkeys(cell.scenario for cell in cells):
+        if name in scenarios:
+            downstream = scenarios[name].downstream(typed)
+            values[name] = tuple(_reference_value(ref, typed, downstream, dtype) for ref in chosen.references)
+    return [dataclasses.replace(cell, forward=tuple(
+        check_cell(value, cell.result, cell.result.compute_dtype or dtype) for value in values[cell.scenario]))
+        if cell.scenario in values else cell for cell in cells]
+
+
+def _reference_value(name: str, spec: GradientSpec, downstream: Any, dtype: str) -> ForwardValue:
+    try:
+        return compute(name, spec, downstream, dtype)
+    except BaseException as exc:
+        if not user_exception(exc):
+            raise
+        return ForwardValue(name, spec.name, downstream.name, "error", f"spec `{spec.name}`, reference `{name}`: "
+                            f"failed: {describe_exception(exc)}", dtype=dtype)
 
 
 def _baseline(reference: str, results: dict[str, VariantResult]) -> str:

@@ -58,14 +58,16 @@ class WorkerConfig:
     reference: str
     spec_names: tuple[str, ...]
     quiet_import: bool
+    references: tuple[str, ...] | None = None
 
 
 def check_in_workers(load: Loader, dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
                      reference: str = DEFAULT_REFERENCE, jobs: int | None = None, progress: Progress | None = None,
                      quiet_import: bool = True, loaded: Workload | None = None, shard: Shard | None = None,
-                     durations: Mapping[str, float] | None = None) -> CheckReport:
-    """`compat.matrix.check(*load(), dtypes, variants, reference)` with its units spread over `jobs` worker
-    processes (default: the usable CPUs), giving the same report as one process.
+                     durations: Mapping[str, float] | None = None,
+                     references: Sequence[str] | None = None) -> CheckReport:
+    """`compat.matrix.check(*load(), dtypes, variants, reference, references=references)` with its units spread
+    over `jobs` worker processes (default: the usable CPUs), giving the same report as one process.
 
     `load` must be picklable (a module-level function, or an instance of a module-level class) and return
     the same specs in every process. It also runs here, for the report's axes, unless `loaded` is what it
@@ -75,13 +77,13 @@ def check_in_workers(load: Loader, dtypes: Sequence[str] | None = None, variants
     from compat.matrix import assemble, check_units, plan, shard_units
 
     specs, scenarios = loaded if loaded is not None else load()
-    chosen = plan(scenarios, dtypes, variants, reference)
+    chosen = plan(scenarios, dtypes, variants, reference, references)
     todo = shard_units(specs, chosen, shard, durations)
     workers = min(jobs or usable_cpus(), len(todo))
     if workers <= 1:
         return check_units(specs, chosen, todo, progress, shard)
     config = WorkerConfig(load, chosen.dtypes, tuple(variants) if variants is not None else None, reference,
-                     tuple(spec.name for spec in specs), quiet_import)
+                          tuple(spec.name for spec in specs), quiet_import, chosen.references)
     labels = [f"{specs[index].name} {dtype}" for index, dtype in todo]
     pool = _Pool(config, workers)
     results = pool.run(todo, labels, chosen, progress)
@@ -314,7 +316,7 @@ def load_in_worker(pickled_config: bytes, quiet_import: bool) -> tuple[Sequence[
         if names != config.spec_names:
             return (f"the worker process loaded specs {list(names)}, not {list(config.spec_names)}: spec "
                     f"loading must give the same specs in every process (or run with --jobs=1)")
-        return specs, plan(scenarios, config.dtypes, config.variants, config.reference)
+        return specs, plan(scenarios, config.dtypes, config.variants, config.reference, config.references)
     except BaseException as exc:  # noqa: BLE001 - reported as the cells of every unit this worker is sent
         what = f"SystemExit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
         return f"the worker process could not load the specs: {what}"

@@ -82,7 +82,7 @@ def tape_over_function_verdict(codes: dict[str, str], outputs: dict[str, str]) -
 
 
 def _report_generators() -> dict[str, Callable[[], str]]:
-    from compat.guide import contexts, facts, modes, tables
+    from compat.guide import contexts, facts, forward, modes, tables
     from compat.guide.run import guide_report
     from compat.scenarios import SCENARIOS
 
@@ -106,6 +106,8 @@ def _report_generators() -> dict[str, Callable[[], str]]:
         "unused_outputs": lambda: facts.unused_outputs(report()),
         "output_upstreams": lambda: tables.output_upstreams(report()),
         "contexts_table": lambda: contexts.contexts_table(report()),
+        "forward_table": lambda: forward.forward_table(report()),
+        "forward_facts": lambda: forward.forward_facts(report()),
         "contexts_facts": lambda: contexts.contexts_facts(report()),
         **{f"table_{m}": (lambda m=m: tables.mechanism_contexts(report(), m)) for m in tables.MECHANISMS},
     }

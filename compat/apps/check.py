@@ -31,6 +31,7 @@ from compat.apps._common import (
 from compat.apps._output import write_output
 from compat.apps._progress import Progress, progress_on_stderr
 from compat.checker import DEFAULT_REFERENCE
+from compat.references import DEFAULT_REFERENCES
 
 if TYPE_CHECKING:
     from compat.matrix import CheckReport
@@ -49,6 +50,11 @@ VARIANTS = flags.DEFINE_list(
     "--variants='*@mirrored_tape'.")
 DTYPES = flags.DEFINE_list("dtypes", ["float32"], "Floating dtypes: float32, float64, float16, bfloat16.")
 REFERENCE = flags.DEFINE_string("reference", DEFAULT_REFERENCE, "The variant every cell is compared with.")
+REFERENCES = flags.DEFINE_list(
+    "references", list(DEFAULT_REFERENCES), "References that are the forward itself, each cell's "
+    "gradient compared with them to show what the custom gradient changes (never failing the check): autodiff "
+    "(TensorFlow's own gradient of the forward), finite_difference (central differences in float64). "
+    "--references= computes none.")
 FORMAT = flags.DEFINE_enum("format", "table", _FORMATS, "Report format.")
 OUTPUT = flags.DEFINE_string(
     "output", None, "Write the report to this file instead of stdout: checked before the run; a regular file is "
@@ -107,6 +113,7 @@ def _listing() -> str:
     """The specs `--specs` names (default: the catalogue and its opt-in specs), scenarios, variants, dtypes."""
     from compat.contexts import ALL_CONTEXTS
     from compat.dtypes import DTYPES
+    from compat.references import REFERENCES as REFERENCES_REGISTRY
     from compat.scenarios import SCENARIOS
     from compat.variants import NATIVE_VARIANTS, OPT_IN_VARIANTS, VARIANTS
 
@@ -119,6 +126,8 @@ def _listing() -> str:
     lines += ["contexts:"] + [f"  {name}{' (opt-in)' if context.opt_in else ''}: {context.summary}"
                               for name, context in ALL_CONTEXTS.items()]
     lines += ["dtypes: " + ", ".join(DTYPES)]
+    lines += ["references (the forward itself; --references, both by default):"]
+    lines += [f"  {name}: {reference.description}" for name, reference in REFERENCES_REGISTRY.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -259,9 +268,11 @@ def _run_check(progress: Progress | None, shard: Shard | None = None,
     from compat.apps._names import check_names
     from compat.apps._request import CheckRequest
     from compat.loading import SpecLoadError
+    from compat.references import select_references
 
     try:
         check_names(SPECS.value, SCENARIOS.value, VARIANTS.value, REFERENCE.value)
+        select_references(REFERENCES.value)
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
     request = CheckRequest(tuple(SPECS.value) if SPECS.value else None,
@@ -278,7 +289,8 @@ def _run_check(progress: Progress | None, shard: Shard | None = None,
         return _executor()(request, dtypes=DTYPES.value, variants=VARIANTS.value, reference=REFERENCE.value,
                            jobs=JOBS.value, progress=_CheckProgress(progress) if progress else None,
                            quiet_import=not tensorflow_chatter_wanted(),
-                           loaded=(specs, scenarios), shard=shard, durations=durations)
+                           loaded=(specs, scenarios), shard=shard, durations=durations,
+                           references=REFERENCES.value)
     except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
         raise _usage_error(str(exc)) from None
 

@@ -156,12 +156,15 @@ def _cell(cell: dict[str, Any]) -> dict[str, Any]:
     return {"status": cell["status"], "unexpected": cell.get("unexpected", False),
             "kinds": sorted({d["kind"] for d in cell.get("differences", [])}),
             "calls": cell.get("calls"), "upstream": cell.get("upstream"),
-            "input_grads": cell.get("input_grads"), "message": cell.get("message", "")}
+            "input_grads": cell.get("input_grads"), "message": cell.get("message", ""),
+            "forward": {f["reference"]: f["status"] for f in cell.get("forward", [])}}
 
 
 def _changes(cells: dict[str, dict[str, Any]], releases: list[str], tolerance: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each aspect (presence, status, difference kinds, calls, upstream, input_grads) that is not the same in
-    every release that ran, with its value per release."""
+    """Each aspect (presence, status, difference kinds, calls, upstream, input_grads, forward: the cell against
+    each reference that is the forward itself) that is not the same in every release that ran, with its value per
+    release. `forward` is compared only where every release computed the same references (a report made with
+    `--references=` has none)."""
     present = [r for r in releases if r in cells]
     if len(present) < len(releases):
         return [{"aspect": "presence", "releases": {r: r in cells for r in releases}}]
@@ -170,6 +173,9 @@ def _changes(cells: dict[str, dict[str, Any]], releases: list[str], tolerance: d
         values = {r: cells[r][aspect] for r in releases}
         if len({json.dumps(v) for v in values.values()}) > 1:
             changes.append({"aspect": aspect, "releases": values})
+    forward = {r: cells[r].get("forward", {}) for r in releases}
+    if len({tuple(v) for v in forward.values()}) == 1 and len({json.dumps(v) for v in forward.values()}) > 1:
+        changes.append({"aspect": "forward", "releases": forward})
     for aspect in ("upstream", "input_grads"):
         first = cells[releases[0]][aspect]
         if any(not close(first, cells[r][aspect], tolerance) for r in releases[1:]):

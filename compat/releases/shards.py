@@ -61,6 +61,12 @@ def join_run(shards: Sequence[Loaded]) -> dict[str, Any]:
         "units": [units[key] for key in order if key in units],
         "cells": merged_cells,
     })
+    if "references" in first:  # each unit's reference values, in the whole run's unit order
+        values: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for _, report in ordered:
+            for value in report.get("references", {}).get("values", []):
+                values.setdefault((value["spec"], value["dtype"]), []).append(value)
+        whole["references"] = {**first["references"], "values": [v for key in order for v in values.get(key, [])]}
     if "release" in first:
         whole["release"] = first["release"]
     return whole

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from compat.reports import forward
 from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, cell_dict, native_variants, verdict
 from compat.reports.table import (
     INSTEAD,
@@ -168,6 +169,11 @@ function show(i) {
     if (extra.length) box.appendChild(el('div', 'hint mono', extra.join(' · ')));
     panel.appendChild(box);
   });
+  if (c.forward && c.forward.length) {
+    panel.appendChild(el('h4', '', 'against the forward itself (reported, not failing)'));
+    c.forward.forEach(f => panel.appendChild(el('div', 'mono', f.reference + ': ' + f.status.replace(/_/g, ' ')
+      + (f.detail ? ' · ' + f.detail : ''))));
+  }
   upstreams(panel, c.upstream, 'upstream received (first call)');
   if (c.ref !== null && c.ref !== i) upstreams(panel, cells[c.ref].upstream, 'reference ' + c.reference + ' received');
   const inputTitle = 'input gradients' + (c.status === 'not_called' ? ' (' + INSTEAD + ')' : '');
@@ -208,7 +214,8 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
     """The page; `view.only_differences` starts with "only rows with differences" ticked."""
     index = {id(cell): i for i, cell in enumerate(report.cells)}
     by_key = {(c.spec, c.dtype, c.scenario, c.variant): i for i, c in enumerate(report.cells)}
-    data = [dict(cell_dict(c, max_array_elements), ref=by_key.get((c.spec, c.dtype, c.scenario, c.reference))) for c in report.cells]
+    data = [dict(cell_dict(c, max_array_elements), ref=by_key.get((c.spec, c.dtype, c.scenario, c.reference)))
+            for c in report.cells]
     passed = not report.unexpected
     parts = [
         "<!DOCTYPE html>",
@@ -344,11 +351,14 @@ def _notes(report: CheckReport) -> str:
         + "</ul></li>" for c in report.unexpected) or "<li>none</li>"
     notes = "".join(f"<li>{_e(n)}</li>" for n in representation_notes(report)) or "<li>none</li>"
     skipped = "".join(f"<li>{_e(s.spec)} / {_e(s.scenario)}: {_e(s.reason)}</li>" for s in report.skipped)
+    forward_items = "".join(f"<li>{_e(line.strip())}</li>" for line in forward.summary_lines(report))
+    forward_notes = (f"<h2>The custom gradient against the forward itself (autodiff, finite_difference; not "
+                     f"failing)</h2><ul>{forward_items}</ul>" if forward_items else "")
     return (
         '<div class="notes">'
         f"<h2>Unexpected differences in native variants ({len(report.unexpected)})</h2><ul>{unexpected}</ul>"
         f"<h2>Migration pitfalls (cross variants; reported, not failing)</h2><ul>{pitfall_items}</ul>"
-        f"<h2>Representation differences in native variants (not failing)</h2><ul>{notes}</ul>"
+        f"<h2>Representation differences in native variants (not failing)</h2><ul>{notes}</ul>{forward_notes}"
         f"<h2>Skipped scenarios ({len(report.skipped)})</h2><ul>{skipped or '<li>none</li>'}</ul></div>"
     )
 

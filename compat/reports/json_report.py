@@ -19,6 +19,7 @@ from compat.reports.view import FULL, View
 if TYPE_CHECKING:
     from compat.checker import Difference
     from compat.matrix import Cell, CheckReport
+    from compat.references.base import ForwardCheck, ForwardValue
     from compat.results import ReplicaRecord, Upstream
 
 SCHEMA_PATH = Path(__file__).with_name("check_report.schema.json")
@@ -61,7 +62,12 @@ def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELE
           call: {kind: none|dense|indexed_slices, dtype, static_shape (list with null for unknown dimensions,
           or null for unknown rank), value, indices, dense_shape};
         input_grads: null when TensorFlow produced none, else one entry per input (nested lists, or null);
-        input_grad_kinds: the form TensorFlow returned each in (none, dense, indexed_slices; dense values above).
+        input_grad_kinds: the form TensorFlow returned each in (none, dense, indexed_slices; dense values above);
+        forward: [{reference, status, detail, where?, max_abs?}] the cell's gradient against each reference that is
+          the forward itself (same | differs | not_differentiable | not_applicable | not_compared | error).
+      references (when any was computed): {names, tolerances: finite_difference's by dtype, values: [{reference,
+        spec, scenario, dtype, status: ok | not_differentiable | not_applicable | error, message, input_grads?
+        (autodiff), directions? (finite_difference: [{steps, quotients, kind: smooth | flat | unsettled}])}]}.
     Arrays are nested lists of JSON numbers (every float dtype, bfloat16 and float16 included, as float64);
     one with more than `max_array_elements` elements (0: no limit) is a summary object instead:
     {summary: true, dtype, shape, size, min, max, mean, first: the first values in C order, sha256 of the
@@ -94,6 +100,8 @@ def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELE
         "units": [{"spec": u.spec, "dtype": u.dtype, "seconds": round(u.seconds, 3)} for u in report.units],
         "cells": [cell_dict(cell, max_array_elements) for cell in report.cells],
     }
+    if report.references:
+        data["references"] = references_dict(report, max_array_elements)
     return data
 
 
@@ -143,7 +151,43 @@ def cell_dict(cell: Cell, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) 
         "global_batch": result.global_batch,
         "scaled_input_grads": None if not result.scaled_input_grads else [
             array(grad, limit) for grad in result.scaled_input_grads],
+        "forward": [forward_check_dict(checked) for checked in cell.forward],
     }
+
+
+def forward_check_dict(checked: ForwardCheck) -> dict[str, Any]:
+    data: dict[str, Any] = {"reference": checked.reference, "status": checked.status, "detail": checked.detail}
+    if checked.where:
+        data["where"] = checked.where
+    if checked.max_abs is not None:
+        data["max_abs"] = number(checked.max_abs)
+    if checked.reason:
+        data["reason"] = checked.reason
+    return data
+
+
+def references_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:
+    """The references computed, finite differences' tolerances, and each (reference, spec, scenario, dtype) value."""
+    from compat.references.base import FD_TOLERANCES
+
+    return {
+        "names": list(report.references),
+        "tolerances": {dtype: {"rtol": number(t.rtol), "atol": number(t.atol)} for dtype, t in FD_TOLERANCES.items()},
+        "values": [forward_value_dict(value, max_array_elements) for value in report.forward_values],
+    }
+
+
+def forward_value_dict(value: ForwardValue, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:
+    data: dict[str, Any] = {"reference": value.reference, "spec": value.spec, "scenario": value.scenario,
+                            "dtype": value.dtype, "status": value.status, "message": value.message}
+    if value.reason:
+        data["reason"] = value.reason
+    if value.input_grads:
+        data["input_grads"] = [array(grad, max_array_elements) for grad in value.input_grads]
+    if value.directions:
+        data["directions"] = [{"steps": [number(h) for h in d.steps], "quotients": [number(q) for q in d.quotients],
+                               "kind": d.kind} for d in value.directions]
+    return data
 
 
 def replica_dict(record: ReplicaRecord, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:

@@ -34,8 +34,9 @@ def report_from_dict(data: dict[str, Any]) -> CheckReport:
     from compat.sharding import Shard
 
     shard = data.get("shard")
+    values = _forward_values(data.get("references"))
     return CheckReport(
-        cells=tuple(_cell(cell) for cell in data["cells"]),
+        cells=tuple(_cell(cell, values) for cell in data["cells"]),
         skipped=tuple(Skip(s["spec"], s["scenario"], s["reason"]) for s in data["skipped"]),
         reference=data["reference"], specs=tuple(data["specs"]), scenarios=tuple(data["scenarios"]),
         dtypes=tuple(data["dtypes"]), variants=tuple(data["variants"]), tensorflow=data["tensorflow"],
@@ -43,11 +44,25 @@ def report_from_dict(data: dict[str, Any]) -> CheckReport:
         descriptions=dict(data.get("spec_descriptions", {})),
         scenario_descriptions=dict(data.get("scenario_descriptions", {})),
         units=tuple(UnitTime(u["spec"], u["dtype"], float(u["seconds"])) for u in data.get("units", [])),
-        shard=Shard(shard["index"], shard["count"]) if shard else None, run=data.get("run"))
+        shard=Shard(shard["index"], shard["count"]) if shard else None, run=data.get("run"),
+        references=tuple((data.get("references") or {}).get("names", ())))
 
 
-def _cell(data: dict[str, Any]) -> Cell:
+def _forward_values(references: dict[str, Any] | None) -> dict[tuple[str, str, str, str], Any]:
+    """(reference, spec, scenario, dtype) -> the ForwardValue the JSON holds (what the renderers read of it)."""
+    from compat.references.base import ForwardValue
+
+    found = {}
+    for value in (references or {}).get("values", []):
+        key = (value["reference"], value["spec"], value["scenario"], value["dtype"])
+        found[key] = ForwardValue(value["reference"], value["spec"], value["scenario"], value["status"],
+                                  value["message"], dtype=value["dtype"], reason=value.get("reason", ""))
+    return found
+
+
+def _cell(data: dict[str, Any], values: dict[tuple[str, str, str, str], Any]) -> Cell:
     from compat.matrix import Cell
+    from compat.references.base import ForwardCheck
 
     upstream = data["upstream"]
     result = VariantResult(
@@ -61,8 +76,13 @@ def _cell(data: dict[str, Any]) -> Cell:
         scaled_input_grads=tuple(_array(g) for g in data["scaled_input_grads"] or ()),
         global_batch=data["global_batch"])
     differences = tuple(_difference(d) for d in data["differences"])
+    forward = tuple(ForwardCheck(f["reference"], f["status"], f["detail"],
+                                 values[f["reference"], data["spec"], data["scenario"], data["dtype"]],
+                                 f.get("where", ""), None if "max_abs" not in f else _float(f["max_abs"]),
+                                 f.get("reason", ""))
+                    for f in data.get("forward", []))
     return Cell(data["spec"], data["scenario"], data["dtype"], data["variant"], data["native"], data["status"],
-                differences, result, data["reference"], data["unexpected"])
+                differences, result, data["reference"], data["unexpected"], forward)
 
 
 def _difference(data: dict[str, Any]) -> Difference:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from compat.reports import received
+from compat.reports import forward, received
 from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, verdict
 from compat.reports.table import (
     ERRORS_TITLE,
@@ -55,6 +55,9 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
                 description = report.descriptions.get(spec)
                 lines += ["", f"## `{spec}` · {dtype}", *(["", _inline(description)] if description else []), "",
                           matrix_table(report, spec, dtype, only_differences=view.only_differences)]
+    references = forward.markdown_section(report)
+    if references:
+        lines += ["", *references]
     lines += ["", "## Unexpected differences in native variants", ""]
     lines += [line for cell in report.unexpected for line in _unexpected(cell)] or ["None."]
     errors = error_reasons(report)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from compat.dtypes import tolerance_for
-from compat.reports import received
+from compat.reports import forward, received
 from compat.reports.json_report import verdict
 from compat.reports.table import (
     Pitfall,
@@ -42,8 +42,8 @@ DETAILS_HINT = ("whole report (every matrix, every upstream, every cell's reason
 
 def render(report: CheckReport) -> str:
     """The report in about one screen of text (the catalogue: under 60 lines)."""
-    lines = [*_header(report), "", *_upstream_section(report), "", *_pitfall_section(report),
-             "", *_unexpected_section(report)]
+    lines = [*_header(report), "", *_upstream_section(report), *_forward_section(report), "",
+             *_pitfall_section(report), "", *_unexpected_section(report)]
     errors = _error_section(report)
     if errors:
         lines += ["", *errors]
@@ -168,6 +168,15 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     loose = max((tolerance_for(a.dtype), tolerance_for(b.dtype)), key=lambda t: t.rtol)
     return bool(np.allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=loose.rtol, atol=loose.atol,
                             equal_nan=True))
+
+
+def _forward_section(report: CheckReport) -> list[str]:
+    """What the custom gradient changes against the forward's own derivative, by spec (none without references)."""
+    body = forward.summary_lines(report)
+    if not body:
+        return []
+    return ["", "What the custom gradient changes against the forward itself (autodiff: TensorFlow's own gradient; "
+            "finite_difference: float64), by scenario:", *(_cut(line) for line in body)]
 
 
 def _pitfall_section(report: CheckReport) -> list[str]:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from compat.contexts import CONTEXTS
-from compat.reports import received
+from compat.reports import forward, received
 from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, verdict
 from compat.reports.view import FULL, View
 
@@ -49,6 +49,8 @@ def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEM
         for dtype in report.dtypes:
             if any(c.spec == spec and c.dtype == dtype for c in report.cells):
                 lines += ["", *matrix(report, spec, dtype, view.only_differences)]
+    if report.references:
+        lines += ["", *forward.text_section(report)]
     pitfall_lines = [line for p in pitfalls(report) for line in (*_wrap(p.sentence(), 2), *_wrap(p.scope(), 6))]
     lines += ["", *_section("Migration pitfalls (legacy mechanism in a TF2 context; reported, not failing)",
                             pitfall_lines, "  none")]

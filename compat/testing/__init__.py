@@ -14,6 +14,7 @@ _EXPORTS: dict[str, str] = {
     "assert_same_gradients": "compat.testing._assertions",
     "run_variant": "compat.testing._assertions",
     "assert_native_variants_agree": "compat.testing._native",
+    "assert_gradient_matches_forward": "compat.testing._forward",
     "resolve_variants": "compat.testing._selection",
     "parametrize_variants": "compat.testing.plugin",
     "TestCase": "compat.testing.absl",

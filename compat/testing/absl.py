@@ -57,3 +57,12 @@ class TestCase(parameterized.TestCase):
             return assert_native_variants_agree(spec, scenarios, **kwargs)
         except AssertionError as error:
             raise self.failureException(str(error)) from None
+
+    def assertGradientMatchesForward(self, spec: Any, scenarios: Any = None, **kwargs: Any) -> Any:  # noqa: N802
+        """`compat.testing.assert_gradient_matches_forward`, failing this test with its message."""
+        from compat.testing._forward import assert_gradient_matches_forward
+
+        try:
+            return assert_gradient_matches_forward(spec, scenarios, **kwargs)
+        except AssertionError as error:
+            raise self.failureException(str(error)) from None

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from compat.checker import Difference, DifferenceKind, _compare_arrays, _compare_upstream
+from compat.checker import Difference, DifferenceKind, _compare_upstream, compare_arrays
 from compat.verify._report import VerifyCell
 from compat.verify._results import FORWARD, ORIGINAL_CONTEXT, Attempt, Calls, SideResult
 
@@ -100,7 +100,7 @@ def _compare_values(where: str, mine: Sequence[np.ndarray | None],
     if len(mine) != len(theirs):
         differences.append(Difference("shape", f"{where}s", f"{len(mine)} here, {len(theirs)} in the original"))
     for index, (a, b) in enumerate(zip(mine, theirs, strict=False)):
-        differences += [_named(d) for d in _compare_arrays(f"{where}[{index}]", a, b)]
+        differences += [_named(d) for d in compare_arrays(f"{where}[{index}]", a, b)]
     return differences
 
 
@@ -117,7 +117,7 @@ def _compare_gradients(mine: Attempt, theirs: Attempt) -> list[Difference]:
             differences.append(Difference("count", f"variable_grad[{name}]", f"{side} has no variable `{name}` "
                                                                              f"(or it gets no gradient there)"))
             continue
-        differences += [_named(d) for d in _compare_arrays(f"variable_grad[{name}]", a, b)]
+        differences += [_named(d) for d in compare_arrays(f"variable_grad[{name}]", a, b)]
     return differences
 
 

@@ -63,6 +63,7 @@ def test_user_spec_file_with_an_unexpected_difference_exits_1(tmp_path, capsys):
     ("--scenarios=sideways", "unknown scenario"),
     ("--variants=custom_gradient@mars", "unknown variant"),
     ("--dtypes=int8", "unknown dtype"),
+    ("--references=autodif", "unknown reference(s) ['autodif']; choose from ['autodiff', 'finite_difference']"),
 ])
 def test_unknown_names_are_usage_errors_listing_valid_ones(tmp_path, flag, expected):
     with pytest.raises(app.UsageError) as caught:
@@ -75,11 +76,27 @@ def test_list_prints_the_registries(tmp_path, capsys):
     assert run_check(tmp_path, "--list") == 0
     out = capsys.readouterr().out
     assert "scaled_ste" in out and "second_order" in out and "* custom_gradient@eager_tape" in out
+    assert "references (the forward itself; --references, both by default):" in out
+    assert "  autodiff: TensorFlow's own gradient" in out and "  finite_difference: central differences" in out
     default, opt_in = out.split("opt-in variants", 1)
     for context in ("jacobian_loop", "jacobian_pfor", "forward_accumulator", "vectorized_map", "mirrored_tape"):
         assert f"custom_gradient@{context}" in opt_in and f"@{context}" not in default
         assert f"  {context} (opt-in): " in opt_in
     assert "  custom_gradient@recompute_grad" in default
+
+
+def test_references_flag_chooses_the_references_computed(tmp_path):
+    output = tmp_path / "report.json"
+    common = ["--specs=scaled_ste", "--scenarios=sum", "--variants=custom_gradient@eager_tape", "--format=json",
+              f"--output={output}", "--jobs=1"]
+    assert run_check(tmp_path, *common) == 0
+    both = json.loads(output.read_text())
+    assert both["references"]["names"] == ["autodiff", "finite_difference"]
+    assert [f["status"] for f in both["cells"][0]["forward"]] == ["differs", "not_differentiable"]
+    assert run_check(tmp_path, *common, "--references=autodiff") == 0
+    assert [f["reference"] for f in json.loads(output.read_text())["cells"][0]["forward"]] == ["autodiff"]
+    assert run_check(tmp_path, *common, "--references=") == 0
+    assert "references" not in json.loads(output.read_text())
 
 
 def test_list_with_a_spec_file_lists_that_files_specs(tmp_path, capsys):

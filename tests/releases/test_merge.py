@@ -53,6 +53,25 @@ def test_a_changed_upstream_is_flagged_per_cell_with_both_values(report):
     assert matrix["summary"]["changed_by_aspect"] == {"upstream": len(called)}
 
 
+def test_a_release_that_changes_the_forward_s_own_gradient_is_flagged(report):
+    """Where TensorFlow's gradient of the forward changes (a release registering a gradient), the cell's comparison
+    with `autodiff` changes: the `forward` aspect, per release; a report without references changes nothing."""
+    other = _loaded(report, "2.21")
+    changed = [c for c in other["cells"] if c["scenario"] == "sum" and c["forward"][0]["status"] == "differs"]
+    for cell in changed:
+        cell["forward"][0]["status"] = "same"
+    matrix = merge([_loaded(report, "2.12"), other])
+    rows = [row for row in matrix["rows"] if row["changed"]]
+    assert len(rows) == len(changed) > 0 and matrix["summary"]["changed_by_aspect"] == {"forward": len(changed)}
+    assert rows[0]["changes"][0]["releases"]["2.12"] == {"autodiff": "differs",
+                                                         "finite_difference": "not_differentiable"}
+    assert rows[0]["changes"][0]["releases"]["2.21"]["autodiff"] == "same"
+    bare = _loaded(report, "2.21")
+    for cell in bare["cells"]:
+        cell.pop("forward")
+    assert merge([_loaded(report, "2.12"), bare])["summary"]["changed"] == 0
+
+
 def test_values_within_tolerance_are_not_a_change(report):
     matrix = merge([_loaded(report, "2.12"), _loaded(report, "2.21", scale=1 + 1e-7)])
     assert matrix["summary"]["changed"] == 0

@@ -47,3 +47,16 @@ def test_the_api_example_raises_on_an_indexed_slices_upstream_as_the_readme_warn
                            variants=["custom_gradient@eager_tape"])
     assert result.status == "error"
     assert "unsupported operand type(s) for *: 'float' and 'IndexedSlices'" in result.message
+
+
+def test_the_gradient_matches_forward_example_passes_and_fails_for_a_wrong_gradient(pytester, plugin_args):
+    example = _example("# test_softplus.py")
+    pytester.makepyfile(test_softplus=example)
+    pytester.runpytest_inprocess(*plugin_args).assert_outcomes(passed=1)
+    wrong = example.replace("[tf.sigmoid(inputs[0])", "[1.1 * tf.sigmoid(inputs[0])")
+    assert wrong != example
+    pytester.makepyfile(test_softplus=wrong)
+    result = pytester.runpytest_inprocess(*plugin_args)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*spec `stable_softplus`, scenario `sum`, dtype float32, variants *: "
+                                 "finite_difference differs*", "*direction[[]*[]]: g.u is *abs error*"])
