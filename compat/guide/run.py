@@ -23,10 +23,19 @@ def straight_through() -> GradientSpec:
                         [STE_INPUT], op_type="Sign", description="sign forward, straight-through gradient")
 
 
+GUIDE_OPT_IN = ("vectorized_map",)
+"""Opt-in contexts the guide's run covers as well: cheap on its two specs, and where a migration surprises."""
+
+
 @functools.cache
 def guide_report() -> CheckReport:
-    """The run (about 20 s on 2 busy cores), cached for the process."""
-    return check([straight_through(), multi_output_int()])
+    """The run (about 20 s on 2 busy cores), cached for the process: the default variants and those of
+    `GUIDE_OPT_IN`."""
+    from compat.mechanisms import MECHANISMS
+    from compat.variants import VARIANTS
+
+    variants = [*VARIANTS, *(f"{m}@{c}" for c in GUIDE_OPT_IN for m in MECHANISMS)]
+    return check([straight_through(), multi_output_int()], variants=variants)
 
 
 def cells(report: CheckReport, spec: str) -> dict[tuple[str, str], Cell]:
