@@ -165,8 +165,18 @@ differentiate a tf.while_loop over a custom gradient (`_WhileBodyGradFuncGraph._
 positional arguments but 4 were given`); both run on 2.21."""
 
 
+TAPE_IN_A_RECOMPUTED_DEFUN_GRADIENT = ("nested_autodiff", "defun_grad_func@recompute_grad",
+                                       "'NoneType' object has no attribute 'dtype'")
+"""Measured on 2.21: under tf.recompute_grad, a Defun grad_func's body is traced while TensorFlow builds the
+recomputed gradient, and a GradientTape inside it (nested_autodiff's gradient) returns None, so the spec's own
+gradient fails on `grad.dtype`: a fact of recompute_grad with a Defun, reported as that cell's error."""
+
+
 def _mismatch(result: compat.VariantResult, custom: list[np.ndarray], autodiff: list[np.ndarray]) -> str | None:
     """Why `result` is not what hand-written TensorFlow gives, or None."""
+    spec, variant, words = TAPE_IN_A_RECOMPUTED_DEFUN_GRADIENT
+    if result.status == "error" and (result.spec, result.variant) == (spec, variant) and words in result.message:
+        return None
     if (result.status == "error" and ON_2_12 and result.context == "mixed_precision"
             and "was expected to be a half tensor but is a float tensor" in result.message):
         return None  # TensorFlow 2.12's own failure in the forward (see ON_2_12)

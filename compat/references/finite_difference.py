@@ -82,7 +82,7 @@ def _upstream(forward: Forward, sources: Sequence[np.ndarray], downstream: Downs
     fast mode). A downstream that stops the gradient gives v = None: the loss moves, no gradient flows."""
     outputs = forward(sources)
     with tf.GradientTape() as tape:
-        tape.watch(list(outputs))
+        tape.watch([output for output in outputs if output.dtype.is_floating])  # others: no gradient, a warning
         target = downstream.loss(*outputs)
     seed = downstream.output_gradients(target) if downstream.output_gradients is not None else None
     grads = tape.gradient(target, list(outputs), output_gradients=seed,
