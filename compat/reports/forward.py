@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ TITLE = ("The custom gradient against the forward itself (autodiff: TensorFlow's
 WORDS: dict[str, str] = {"same": "same", "differs": "differs", "not_differentiable": "not differentiable",
                          "not_applicable": "n/a", "not_compared": "no gradient computed", "error": "reference failed"}
 ORDER = tuple(WORDS)
+LINE_WIDTH = 120  # the table report's width
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,16 +112,33 @@ def text_section(report: CheckReport) -> list[str]:
     and the variants that read otherwise (the --details report)."""
     if not report.references:
         return []
-    lines = [TITLE]
+    lines = _wrapped(TITLE, 0)
+    # A failure is quoted once in a report: the cells' errors are, elsewhere; each reference's own, here.
+    failures = {_failure(c.result.message) for c in report.cells if c.result.status == "error" and c.result.message}
     for scene in scenes(report):
-        lines.append(f"  {scene.spec} · {scene.dtype} · {scene.scenario} ({scene.cell.variant}):")
+        lines += _wrapped(f"{scene.spec} · {scene.dtype} · {scene.scenario} ({scene.cell.variant}):", 2)
         for checked in scene.cell.forward:
             detail = f": {checked.detail}" if checked.detail else ""
-            lines.append(f"    {checked.reference}: {word(checked)}{detail}")
+            if checked.status == "error" and detail:
+                failure = _failure(checked.detail)
+                detail = ": the same failure as quoted for the cells or above" if failure in failures else detail
+                failures.add(failure)
+            lines += _wrapped(f"{checked.reference}: {word(checked)}{detail}", 4)
             for status, variants in scene.others.get(checked.reference, {}).items():
-                lines.append(f"      {WORDS[status]} in {len(variants)} other variant{'s' * (len(variants) != 1)}: "
-                             f"{', '.join(variants[:4])}{', ...' if len(variants) > 4 else ''}")
+                lines += _wrapped(f"{WORDS[status]} in {len(variants)} other variant{'s' * (len(variants) != 1)}: "
+                                  f"{', '.join(variants[:4])}{', ...' if len(variants) > 4 else ''}", 6)
     return lines
+
+
+def _failure(message: str) -> str:
+    """A failure message without its `spec ..., variant/reference ...: ` prefix, to tell equal failures."""
+    return message.split("`: ", 1)[-1]
+
+
+def _wrapped(text: str, indent: int) -> list[str]:
+    """`text` in lines of at most LINE_WIDTH columns, indented, continuation lines 4 more."""
+    return textwrap.wrap(text, width=LINE_WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + 4),
+                         break_long_words=False, break_on_hyphens=False) or [""]
 
 
 def markdown_section(report: CheckReport) -> list[str]:

@@ -25,7 +25,8 @@ def test_report_has_summary_sections_and_escapes(report, handmade_report):
     assert text.startswith("# compat-check report")
     for heading in ("## `scaled_ste` · float32", "## Migration pitfalls", "## Skipped scenarios"):
         assert heading in text
-    assert "override_map under v1_tape, eager_tape, function_tape, xla_tape, mixed_precision and keras_fit" in text
+    assert ("override_map under v1_tape, eager_tape, function_tape, xla_tape, mixed_precision, keras_fit and "
+            "recompute_grad") in text
     hand = render(handmade_report, "markdown")
     assert "**differs (unexpected)**" in hand
     assert "values differ &lt;b&gt;here&lt;/b&gt;" in hand
