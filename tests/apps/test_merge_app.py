@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from compat.apps._request import CheckRequest
-from compat.apps.merge import merged_report, render_document
 from compat.reports import render
 from compat.reports.json_report import as_dict
+from compat.reports.merged import merged_report, render_document
 from compat.reports.view import View
 from compat.sharding import Shard
 from compat.workers import check_in_workers
