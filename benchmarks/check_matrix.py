@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from _measure import Measured, load_average, measure  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 from tensorflow.python.framework import function  # noqa: E402
 
@@ -67,8 +68,6 @@ from compat.scenarios import SCENARIOS  # noqa: E402
 from compat.signature import output_signature  # noqa: E402
 from compat.spec import GradientSpec  # noqa: E402
 from compat.workers import usable_cpus  # noqa: E402
-
-from _measure import Measured, load_average, measure  # noqa: E402
 
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed runs of each side; best and median are reported.",
                                 lower_bound=1)
@@ -844,9 +843,11 @@ def compare_reports(one: Path, many: Path) -> tuple[bool, str]:
 
 def main(argv: Sequence[str]) -> int:
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments {argv[1:]}; this benchmark takes only flags (see --help)", exitcode=2)
+        raise app.UsageError(f"unexpected arguments {argv[1:]}; this benchmark takes only flags (see --help)",
+                             exitcode=2)
     dtypes, names, scenarios = _DTYPES.value, _SPECS.value or list(CATALOGUE), _SCENARIOS.value or list(SCENARIOS)
-    for what, given, known in (("dtype", dtypes, DTYPES), ("spec", names, CATALOGUE), ("scenario", scenarios, SCENARIOS)):
+    choices = (("dtype", dtypes, DTYPES), ("spec", names, CATALOGUE), ("scenario", scenarios, SCENARIOS))
+    for what, given, known in choices:
         unknown = [name for name in given if name not in known]
         if unknown:
             raise app.UsageError(f"unknown {what}(s) {unknown}; choose from {list(known)}", exitcode=2)
@@ -926,8 +927,9 @@ def main(argv: Sequence[str]) -> int:
                         return 1
             for jobs, measured_runs in runs.items():
                 best = min(measured_runs, key=lambda m: m.seconds)
-                rows.append((f"compat-check --jobs={jobs} s (best wall; CPU)", f"{best.seconds:.2f}; {best.cpu_seconds:.2f}"))
-                rows.append((f"  peak RSS MiB per process", best.rss_line()))
+                rows.append((f"compat-check --jobs={jobs} s (best wall; CPU)",
+                             f"{best.seconds:.2f}; {best.cpu_seconds:.2f}"))
+                rows.append(("  peak RSS MiB per process", best.rss_line()))
             one, many = min(all_jobs), max(all_jobs)
             if one != many:
                 app_ratio = min(m.seconds for m in runs[many]) / min(m.seconds for m in runs[one])
