@@ -141,7 +141,7 @@ def _spec_listing() -> list[str]:
             with exits_raised():
                 specs = load_specs(SPECS.value)
         except SpecLoadError as exc:
-            raise _usage_error(str(exc)) from None
+            raise _usage_error(exc.naming("--specs")) from None
         return [f"specs (--specs={','.join(SPECS.value)}):"] + [
             f"  {spec.name}: {spec.description}" if spec.description else f"  {spec.name}" for spec in specs]
     lines = ["specs (catalogue):"] + [f"  {name}: {factory().description}" for name, factory in CATALOGUE.items()]
@@ -185,7 +185,9 @@ def _check(progress: Progress | None, shard: Shard | None, durations: Mapping[st
     if progress:
         progress.phase("importing TensorFlow")
     import_tensorflow_quietly()
-    if _wants_mirrored(VARIANTS.value or ()):
+    from compat.registry import needs_logical_cpus
+
+    if needs_logical_cpus(VARIANTS.value or ()):
         from compat.distribute import use_logical_cpus
 
         use_logical_cpus()  # before any op; if it cannot, the mirrored cells say why (unsupported)
@@ -211,11 +213,6 @@ def _check(progress: Progress | None, shard: Shard | None, durations: Mapping[st
     if report.exit_code:
         logging.warning("%d unexpected difference(s) in native variants", len(report.unexpected))
     return report.exit_code
-
-
-def _wants_mirrored(patterns: list[str] | tuple[str, ...]) -> bool:
-    """Whether the chosen variants include a MirroredStrategy context (which needs 2 logical CPUs)."""
-    return any(pattern.partition("@")[2] in ("mirrored_tape", "mirrored_v1") for pattern in patterns)
 
 
 def _view() -> View:
@@ -283,7 +280,9 @@ def _run_check(progress: Progress | None, shard: Shard | None = None,
         specs, scenarios, loss = request.load()
         if loss is not None:
             try_loss(request.loss or "", loss, specs)
-    except (SpecLoadError, LossError) as exc:
+    except SpecLoadError as exc:
+        raise _usage_error(exc.naming("--specs")) from None
+    except LossError as exc:
         raise _usage_error(str(exc)) from None
     try:
         return _executor()(request, dtypes=DTYPES.value, variants=VARIANTS.value, reference=REFERENCE.value,
