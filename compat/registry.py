@@ -154,7 +154,7 @@ def lookup(name: str, choices: Iterable[str], what: str, argument: str) -> str:
     if name in valid:
         return name
     raise UnknownNameError(f"{argument}: unknown {what} {name!r}{did_you_mean(name, valid)}; choose from "
-                           f"{', '.join(valid)}")
+                           f"{', '.join(valid)}", argument)
 
 
 def context_info(name: str, argument: str = "context") -> ContextInfo:
@@ -180,5 +180,5 @@ def check_names(names: Iterable[str], choices: Iterable[str], what: str, argumen
     unknown = [name for name in given if name not in valid]
     if unknown:
         raise UnknownNameError(f"{argument}: unknown {what}(s) {unknown}{did_you_mean(unknown[0], valid)}; choose "
-                               f"from {valid}")
+                               f"from {valid}", argument)
     return given

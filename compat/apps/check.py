@@ -22,6 +22,7 @@ from absl import app, flags, logging
 from compat._exit_guard import exits_raised
 from compat.apps._common import (
     EXIT_USAGE,
+    flag_message,
     import_tensorflow_quietly,
     prepare_output,
     run_app,
@@ -271,7 +272,7 @@ def _run_check(progress: Progress | None, shard: Shard | None = None,
         check_names(SPECS.value, SCENARIOS.value, VARIANTS.value, REFERENCE.value)
         select_references(REFERENCES.value)
     except ValueError as exc:
-        raise _usage_error(str(exc)) from None
+        raise _usage_error(flag_message(exc)) from None
     request = CheckRequest(tuple(SPECS.value) if SPECS.value else None,
                            tuple(SCENARIOS.value) if SCENARIOS.value else None, LOSS.value or None)
     if progress:
@@ -291,7 +292,7 @@ def _run_check(progress: Progress | None, shard: Shard | None = None,
                            loaded=(specs, scenarios), shard=shard, durations=durations,
                            references=REFERENCES.value)
     except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
-        raise _usage_error(str(exc)) from None
+        raise _usage_error(flag_message(exc)) from None
 
 
 def _executor() -> Callable[..., CheckReport]:

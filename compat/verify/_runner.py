@@ -203,14 +203,14 @@ def check_scenarios(scenarios: Sequence[str] | None) -> tuple[str, ...] | None:
     try:
         return check_names(engine, SCENARIO_NAMES, "scenario", "scenarios")
     except UnknownNameError as exc:
-        raise UnknownNameError(f"{exc} (or `{FORWARD}` for the outputs)") from None
+        raise UnknownNameError(f"{exc} (or `{FORWARD}` for the outputs)", exc.argument) from None
 
 
 def _check_contexts(contexts: Sequence[str]) -> tuple[str, ...]:
     if isinstance(contexts, str):
         contexts = [contexts]
     if not contexts:
-        raise UnknownNameError(f"contexts: none given; choose from {list(CONTEXTS)}")
+        raise UnknownNameError(f"contexts: none given; choose from {list(CONTEXTS)}", "contexts")
     return check_names(contexts, CONTEXTS, "context", "contexts")
 
 
