@@ -14,7 +14,7 @@ from compat._version import __version__
 if TYPE_CHECKING:
     # What type checkers see (the real names and types, as absl does); at run time `__getattr__` below imports
     # each lazily. tests/test_public_api.py checks this block and `_EXPORTS` name the same things.
-    from compat import audit, distribute, reports, rewrite, testing, verify  # noqa: F401
+    from compat import audit, distribute, registry, reports, rewrite, testing, verify  # noqa: F401
     from compat.catalogue import CATALOGUE  # noqa: F401
     from compat.checker import Difference, compare  # noqa: F401
     from compat.composite import RaggedArray, SparseArray  # noqa: F401
@@ -83,7 +83,7 @@ _EXPORTS: dict[str, str] = {
     "GradientOverrideError": "compat.gradient_override",
 }
 
-_SUBMODULES = ("testing", "audit", "reports", "rewrite", "verify", "distribute")
+_SUBMODULES = ("testing", "audit", "reports", "rewrite", "verify", "distribute", "registry")
 """Public submodules reachable as attributes after `import compat` (`compat.testing.assert_...`), imported
 on first use like the names above."""
 
