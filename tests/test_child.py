@@ -20,7 +20,6 @@ from compat.child import (
     fatal_or_tail,
     fork_call,
     kill_group,
-    killed_on_exit,
     package_root,
     start,
     stderr_tail,
@@ -110,7 +109,8 @@ def test_a_segfault_is_reported_by_its_signal_with_python_s_fatal_error_quoted(t
 
 
 def test_megabytes_on_stderr_neither_block_the_child_nor_the_message(tmp_path):
-    code = "import sys; sys.stderr.write(('x' * 999 + '\\n') * 20_000 + 'y' * 5000 + '\\nthe last words\\n'); sys.exit(3)"
+    code = ("import sys; sys.stderr.write(('x' * 999 + '\\n') * 20_000 + 'y' * 5000 + '\\nthe last words\\n'); "
+            "sys.exit(3)")
     stderr_path = tmp_path / "child.stderr"
     with open(stderr_path, "wb") as stderr:
         child = start([sys.executable, "-c", code], stderr=stderr)
@@ -176,8 +176,7 @@ _PARENT = textwrap.dedent("""
 @pytest.mark.parametrize("ending", [signal.SIGINT, signal.SIGKILL], ids=["ctrl_c", "parent_killed"])
 def test_no_child_or_grandchild_outlives_a_parent_interrupted_or_killed(tmp_path, ending):
     pids_path = tmp_path / "pids.json"
-    family = _FAMILY.replace("import json", "import json", 1)
-    parent = subprocess.Popen([sys.executable, "-c", _PARENT, family, str(pids_path)],
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, _FAMILY, str(pids_path)],
                               env=child_env(), stderr=subprocess.PIPE)
     try:
         pids = _pids(pids_path)
