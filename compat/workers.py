@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from compat._quiet_import import import_tensorflow_hiding_chatter
-from compat._stderr_tail import stderr_tail
 from compat.checker import DEFAULT_REFERENCE
+from compat.child import describe_exit, stderr_tail
 
 if TYPE_CHECKING:  # this module is imported by every worker before TensorFlow, which it imports quietly
     from compat.matrix import CheckReport, Plan, Progress, UnitResult
@@ -260,12 +260,8 @@ def _size(path: str) -> int:
 
 def _death(code: int | None) -> str:
     if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
         hint = " (the system may have run out of memory)" if -code == signal.SIGKILL else ""
-        return f"was killed by {name}{hint}; run this spec alone with --jobs=1 to see the whole crash"
+        return f"{describe_exit(code)}{hint}; run this spec alone with --jobs=1 to see the whole crash"
     return (f"exited with code {code} before returning its result (user code called os._exit, or the "
             f"process crashed); run this spec alone with --jobs=1 to see the whole crash")
 

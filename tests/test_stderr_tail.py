@@ -1,11 +1,11 @@
-"""compat._stderr_tail: a child's stderr is quoted bounded, without TensorFlow's notices, fatal lines kept."""
+"""compat.child.stderr_tail: a child's stderr is quoted bounded, without TensorFlow's notices, fatal lines kept."""
 
 import os
 import subprocess
 import sys
 import tracemalloc
 
-from compat._stderr_tail import MAX_LINE_CHARS, stderr_tail, tail_lines
+from compat.child.stderr_tail import MAX_LINE_CHARS, stderr_tail, tail_lines
 
 TWENTY_MB = 20 * 1024 * 1024
 
@@ -89,7 +89,7 @@ def test_a_real_segfault_report_keeps_its_fatal_line_above_the_stack(tmp_path):
 
 
 def test_a_dead_childs_message_quotes_its_fatal_line_first(tmp_path):
-    from compat._stderr_tail import fatal_or_tail
+    from compat.child.stderr_tail import fatal_or_tail
 
     path = tmp_path / "err"
     path.write_text("I0000 00:00:1.0 1 port.cc:153] oneDNN custom operations are on.\nsome frame\n"

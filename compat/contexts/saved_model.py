@@ -27,14 +27,12 @@ from typing import Any
 
 import tensorflow as tf
 
+from compat.child import child_env
 from compat.contexts import saved_model_loader as loader
 from compat.contexts.base import Case, Context, Outcome, input_shape
 from compat.contexts.saved_model_log import LoggedUpstreams, loader_notes
 from compat.contexts.saved_model_process import LoaderFailed, LoaderProcess
 from compat.probe import capturing_upstreams
-
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-
 
 _LOG_NAME = "gradcompat_upstream_log"
 
@@ -159,8 +157,7 @@ class SavedModelContext(Context):
         if self._loader is None or self._loader.command != command:
             if self._loader is not None:
                 self._loader.close()
-            env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"),
-                   "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
+            env = child_env(TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
             self._loader = LoaderProcess(command, env)
         self._loader.request(directory, self.timeout_seconds)
         result = directory / loader.RESULT

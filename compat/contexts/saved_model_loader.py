@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from compat.child import die_with_parent
+
 MODES = ("tape", "gradients")
 MANIFEST = "manifest.json"
 RESULT = "result.json"
@@ -206,6 +208,7 @@ def main(argv: Sequence[str]) -> int:
     if argv[1] != "--serve":
         handle(Path(argv[1]))
         return 0
+    die_with_parent()  # it also ends when the stdin closes; this is for a parent killed while it loads
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # anything else printed goes to stderr, not the protocol
     for line in sys.stdin:

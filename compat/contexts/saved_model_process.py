@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from compat._stderr_tail import stderr_tail
+from compat.child import kill_group, start, stderr_tail
 
 
 class LoaderFailed(Exception):
@@ -54,8 +54,9 @@ class LoaderProcess:
     def _started(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
             with open(self._stderr_path, "ab") as stderr:
-                self._process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                 stderr=stderr, env=self.env)
+                # Its own session: a timeout kills the loader and anything it started, Ctrl-C reaches only us.
+                self._process = start(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                      env=self.env)
         return self._process
 
     @staticmethod
@@ -88,13 +89,11 @@ class LoaderProcess:
         self._stderr_path.unlink(missing_ok=True)
 
     def close(self) -> int | None:
-        """Kill the process if it runs; its exit code (None if there was none)."""
+        """Kill the process (its group) if it runs; its exit code (None if there was none)."""
         process, self._process = self._process, None
         if process is None:
             return None
-        if process.poll() is None:
-            process.kill()
-        code = process.wait()
+        code = kill_group(process)
         for stream in (process.stdin, process.stdout):
             if stream is not None:
                 stream.close()

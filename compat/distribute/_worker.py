@@ -56,4 +56,7 @@ def main(job_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
+    from compat.child import die_with_parent
+
+    die_with_parent()
     main(sys.argv[1], sys.argv[2])

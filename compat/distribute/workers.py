@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import signal
 import socket
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import tempfile
 import time
 from typing import Any
 
-from compat._stderr_tail import stderr_tail
+from compat.child import child_env, kill_group, start, stderr_tail
 
 WORKERS = 2
 STARTUP_SECONDS = 120.0
@@ -64,12 +63,11 @@ def run_job(job: list[dict[str, Any]], timeout: float | None = None) -> list[lis
             for index in range(WORKERS):
                 log = open(os.path.join(workdir, f"worker{index}.log"), "wb")  # noqa: SIM115 - closed below
                 logs.append(log)
-                env = {**os.environ, "TF_CONFIG": tf_config(ports, index), "TF_CPP_MIN_LOG_LEVEL": "3",
-                       "PYTHONPATH": _pythonpath()}
-                processes.append(subprocess.Popen(
+                env = child_env(TF_CONFIG=tf_config(ports, index), TF_CPP_MIN_LOG_LEVEL="3")
+                processes.append(start(
                     [sys.executable, "-m", "compat.distribute._worker", job_path,
                      os.path.join(workdir, f"worker{index}.pickle")],
-                    env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+                    env=env, stdin=None, stdout=log, stderr=subprocess.STDOUT))
             _wait(processes, limit, workdir)
             results = []
             for index in range(WORKERS):
@@ -78,7 +76,7 @@ def run_job(job: list[dict[str, Any]], timeout: float | None = None) -> list[lis
             return results
         finally:
             for process in processes:
-                _kill(process)
+                kill_group(process)
             for log in logs:
                 log.close()
 
@@ -102,17 +100,3 @@ def _wait(processes: list[subprocess.Popen[bytes]], limit: float, workdir: str) 
 
 def _tail(workdir: str, index: int) -> str:
     return " | ".join(stderr_tail(os.path.join(workdir, f"worker{index}.log")))
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    process.wait()
-
-
-def _pythonpath() -> str:
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)

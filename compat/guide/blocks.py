@@ -11,6 +11,8 @@ import sys
 import tempfile
 from collections.abc import Sequence
 
+from compat.child import child_env, killed_on_exit, start
+
 _TIMEOUT_SECONDS = 600
 _EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(Error|Exception|Exit)): (?P<message>.*)$")
 
@@ -52,15 +54,15 @@ def run_blocks(codes: Sequence[str]) -> list[BlockRun]:
     import is most of a block's time), or, where there is no fork, one fresh interpreter per block."""
     if not hasattr(os, "fork"):
         return [run_block(code) for code in codes]
-    done = subprocess.run([sys.executable, "-m", "compat.guide._fork_runner"], input=json.dumps(list(codes)),
-                          env=_env(), capture_output=True, text=True, encoding="utf-8",
-                          timeout=_TIMEOUT_SECONDS * max(1, len(codes)), check=False)
-    if done.returncode:
-        raise RuntimeError(f"the guide's block runner failed (exit {done.returncode}): {done.stderr[-2000:]}")
-    return [BlockRun(r["stdout"], r["exception"]) for r in json.loads(done.stdout)]
+    runner = start([sys.executable, "-m", "compat.guide._fork_runner"], env=_env(), stdin=subprocess.PIPE,
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with killed_on_exit(runner):  # a timeout (TimeoutExpired) or Ctrl-C kills the runner and its forks
+        out, err = runner.communicate(json.dumps(list(codes)).encode(), timeout=_TIMEOUT_SECONDS * max(1, len(codes)))
+    if runner.returncode:
+        stderr = err.decode("utf-8", errors="replace")
+        raise RuntimeError(f"the guide's block runner failed (exit {runner.returncode}): {stderr[-2000:]}")
+    return [BlockRun(r["stdout"], r["exception"]) for r in json.loads(out.decode("utf-8"))]
 
 
 def _env() -> dict[str, str]:
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONIOENCODING": "utf-8", "PYTHONPATH": path}
+    return child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONIOENCODING="utf-8")

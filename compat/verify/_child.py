@@ -18,14 +18,12 @@ import argparse
 import dataclasses
 import functools
 import os
-import signal
 import sys
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compat._stderr_tail import fatal_or_tail
+from compat.child import describe_exit, die_with_parent, fatal_or_tail, fork_call
 from compat.verify._entries import (
     SHAPE_CANDIDATES,
     Constant,
@@ -168,49 +166,16 @@ class Side:
 
 def _forked(compute: Callable[[], SideResult], directory: str, stem: str, stderr_path: str,
             deadline: float) -> SideResult | Died:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the unit: stderr to its own file, result written, then gone without running any exit code
-        code = 1
-        try:
-            fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.dup2(fd, 2)
-            write_side(compute(), directory, stem)
-            code = 0
-        except BaseException:  # noqa: BLE001 - reported through the stderr file
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    status = _wait(pid, deadline)
+    code = fork_call(lambda: write_side(compute(), directory, stem), deadline, stderr_path)
     result = read_side(directory, stem)
     if result is not None:
         return result
-    if status is None:
+    if code is None:
         return Died(f"was still running when the time limit ran out (raise timeout_s if the module is just slow)"
                     f"{fatal_or_tail(stderr_path)}", timed_out=True)
-    if os.WIFSIGNALED(status):
-        name = signal.Signals(os.WTERMSIG(status)).name
-        return Died(f"was killed by {name}{fatal_or_tail(stderr_path)}")
-    return Died(f"exited with code {os.waitstatus_to_exitcode(status)} before writing its results"
-                f"{fatal_or_tail(stderr_path)}")
-
-
-def _wait(pid: int, deadline: float) -> int | None:
-    """The wait status of `pid`, or None when it was killed at the deadline."""
-    pause = 0.002
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return status
-        if time.monotonic() >= deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return None
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
+    if code < 0:
+        return Died(f"{describe_exit(code)}{fatal_or_tail(stderr_path)}")
+    return Died(f"{describe_exit(code)} before writing its results{fatal_or_tail(stderr_path)}")
 
 
 def resolve_entries(side: Side, job: Job) -> Resolved:
@@ -299,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout_s", type=float, default=300.0, help="the time limit, as the messages say it")
     parser.add_argument("--deadline", type=float, default=0.0, help="time.monotonic() at which the limit runs out")
     args = parser.parse_args(argv)
+    die_with_parent()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     write_side(run_side(args), args.job_dir)
     return 0

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -13,7 +13,7 @@ import time
 import tokenize
 from collections.abc import Sequence
 
-from compat._stderr_tail import fatal_or_tail
+from compat.child import child_env, describe_exit, fatal_or_tail, kill_group, start, wait_until
 from compat.errors import UnknownNameError
 from compat.registry import BASIC_CONTEXTS, SCENARIO_NAMES, check_names
 from compat.verify._compare import compare_sides
@@ -166,16 +166,7 @@ def _verify(original_path: str, rewritten_path: str, rewritten_label: str, entri
     if not job.needs_inference:
         write_resolved(Resolved({name: [item if isinstance(item, Constant) else (item[0], list(item[1] or ()))
                                         for item in spec] for name, spec in job.entries.items()}), directory)
-    deadline = started + timeout_s
-    original_child = _start("original", original_path, directory, (), None, timeout_s, deadline)
-    rewritten_child = None
-    if not job.needs_inference or _wait_for_resolved(directory, original_child, deadline):
-        rewritten_child = _start("rewritten", rewritten_path, directory, (os.path.dirname(original_path),),
-                                 package_of(original_path), timeout_s, deadline)
-    original = _finish("original", original_child, directory, deadline, timeout_s)
-    rewritten = (_finish("rewritten", rewritten_child, directory, deadline, timeout_s) if rewritten_child else
-                 SideResult("rewritten", error="not run: the original side ended before inferring the entries' "
-                                               "inputs"))
+    original, rewritten = _run_sides(original_path, rewritten_path, directory, job, timeout_s, started + timeout_s)
     resolved = read_resolved(directory) or Resolved({})
     names = tuple(resolved.inputs)
     notes = {name: "; ".join(filter(None, (resolved.notes.get(name), original.notes.get(name))))
@@ -191,6 +182,24 @@ def _verify(original_path: str, rewritten_path: str, rewritten_label: str, entri
                         scenarios=original.scenarios or rewritten.scenarios or tuple(engine_scenarios or ()),
                         contexts=contexts, cells=cells, tensorflow=original.tensorflow or rewritten.tensorflow,
                         elapsed_s=time.monotonic() - started, notes=notes, not_verified=not_verified)
+
+
+def _run_sides(original_path: str, rewritten_path: str, directory: str, job: Job, timeout_s: float,
+               deadline: float) -> tuple[SideResult, SideResult]:
+    """Both sides' results; the rewritten side starts once the original has resolved the entries' inputs.
+    Both children's groups are killed on every way out (Ctrl-C included)."""
+    children: list[subprocess.Popen[bytes]] = []
+    with contextlib.ExitStack() as cleanup:
+        cleanup.callback(lambda: [kill_group(child) for child in children])
+        children.append(_start("original", original_path, directory, (), None, timeout_s, deadline))
+        if not job.needs_inference or _wait_for_resolved(directory, children[0], deadline):
+            children.append(_start("rewritten", rewritten_path, directory, (os.path.dirname(original_path),),
+                                   package_of(original_path), timeout_s, deadline))
+        original = _finish("original", children[0], directory, deadline, timeout_s)
+        rewritten = (_finish("rewritten", children[1], directory, deadline, timeout_s) if len(children) > 1 else
+                     SideResult("rewritten", error="not run: the original side ended before inferring the entries' "
+                                                   "inputs"))
+    return original, rewritten
 
 
 def check_scenarios(scenarios: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -214,17 +223,9 @@ def _check_contexts(contexts: Sequence[str]) -> tuple[str, ...]:
     return check_names(contexts, CONTEXTS, "context", "contexts")
 
 
-def _package_root() -> str:
-    import compat
-
-    return os.path.dirname(os.path.dirname(os.path.abspath(compat.__file__)))
-
-
 def _start(side: str, module_path: str, directory: str, extra_paths: tuple[str, ...],
            package: tuple[str, str] | None, timeout_s: float, deadline: float) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_package_root(), env.get("PYTHONPATH", "")]))
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    env = child_env(TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
     command = [sys.executable, "-m", "compat.verify._child", f"--side={side}", f"--module={module_path}",
                f"--job_dir={directory}", f"--timeout_s={timeout_s}", f"--deadline={deadline!r}",
                *(f"--path={path}" for path in extra_paths)]
@@ -232,8 +233,7 @@ def _start(side: str, module_path: str, directory: str, extra_paths: tuple[str, 
         command += [f"--package_root={package[0]}", f"--package={package[1]}"]
     with open(os.path.join(directory, f"{side}.stderr"), "wb") as stderr:
         # Its own session, so a timeout kills the child and anything user code started, and nothing else.
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-                                cwd=directory, env=env, start_new_session=True)
+        return start(command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=directory, env=env)
 
 
 def _wait_for_resolved(directory: str, child: subprocess.Popen[bytes], deadline: float) -> bool:
@@ -251,27 +251,16 @@ _GRACE_S = 3.0
 
 def _finish(side: str, child: subprocess.Popen[bytes], directory: str, deadline: float,
             timeout_s: float) -> SideResult:
-    try:
-        code = child.wait(timeout=max(0.0, deadline + _GRACE_S - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        _kill(child)
+    code = wait_until(child, deadline + _GRACE_S)
+    if code is None:
         return SideResult(side, error=f"timed out after {timeout_s:g} s (raise timeout_s if the module is just "
                                       f"slow){fatal_or_tail(_stderr_path(directory, side))}")
     result = read_side(directory, side)
     if result is not None:
         return result
-    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-    return SideResult(side, error=f"the child process {how} before writing its results"
+    return SideResult(side, error=f"the child process {describe_exit(code)} before writing its results"
                                   f"{fatal_or_tail(_stderr_path(directory, side))}")
 
 
 def _stderr_path(directory: str, side: str) -> str:
     return os.path.join(directory, f"{side}.stderr")
-
-
-def _kill(child: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    child.wait()
