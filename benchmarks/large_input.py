@@ -8,7 +8,8 @@ Run: `python benchmarks/large_input.py [--elements=2000000] [--target_gib=2]`.
     input eagerly: what any process touching that input costs.
 
 Both children's peak RSS (from wait4, each started by `_measure`'s launcher) are measured in the same run and
-printed with their ratio, with the app's wall time and report size. Exit 0 when the app's peak RSS is within the target (2 GiB), 1 otherwise.
+printed with their ratio, with the app's wall time and report size. Exit 0 when the app's peak RSS is within the
+target (2 GiB), 1 otherwise.
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ def scaled(downstream: Downstream, factor: float) -> Downstream:
 
     if downstream.output_gradients is not None:
         seed = downstream.output_gradients
-        return dataclasses.replace(downstream, output_gradients=lambda target: seed(target) * tf.cast(factor, target.dtype))
+        return dataclasses.replace(downstream,
+                                   output_gradients=lambda target: seed(target) * tf.cast(factor, target.dtype))
     loss = downstream.loss
 
     def scaled_loss(*outputs: Any) -> Any:

@@ -35,7 +35,8 @@ def intern_array(value: np.ndarray) -> np.ndarray:
     value.flags.writeable = False
     if value.size < _INTERN_MIN_ELEMENTS or value.dtype.hasobject:
         return value
-    key = (value.dtype.str, value.shape, hashlib.blake2b(value.view(np.uint8).data if value.ndim else value.tobytes(), digest_size=16).digest())
+    content = value.view(np.uint8).data if value.ndim else value.tobytes()
+    key = (value.dtype.str, value.shape, hashlib.blake2b(content, digest_size=16).digest())
     with _intern_lock:
         found = _interned.get(key)
         if found is not None and np.array_equal(found, value, equal_nan=value.dtype.kind in "fc"):
@@ -179,7 +180,8 @@ class VariantResult:
         if self.message:
             lines.append(f"  message: {self.message}")
         if self.upstream_scale is not None:
-            lines.append(f"  upstreams arrived multiplied by the loss scale {self.upstream_scale:g}; shown divided by it")
+            scale = self.upstream_scale
+            lines.append(f"  upstreams arrived multiplied by the loss scale {scale:g}; shown divided by it")
         for call_index, call in enumerate(self.upstreams):
             for output_index, upstream in enumerate(call):
                 lines.append(f"  call {call_index} upstream[{output_index}]: {upstream}")

@@ -22,7 +22,8 @@ def test_the_import_prints_nothing_to_stderr():
 
 
 def test_a_failing_import_replays_what_it_printed(tmp_path):
-    (tmp_path / "tensorflow.py").write_text("import os\nos.write(2, b'chatter before failing\\n')\nraise ImportError('x')\n")
+    (tmp_path / "tensorflow.py").write_text("import os\nos.write(2, b'chatter before failing\\n')\n"
+                                            "raise ImportError('x')\n")
     done = _python("from compat._quiet_import import import_tensorflow_hiding_chatter as f; f()",
                    PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
     assert done.returncode == 1

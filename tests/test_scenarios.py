@@ -93,9 +93,10 @@ def test_every_shardable_scenario_splits_into_parts_that_add_up_to_the_whole():
         parts = [whole.shard(np.array(rows, np.int64)) for rows in ([0, 1], [2, 3])]
         shard_outputs = [[tf.gather(o, rows) for o in outputs] for rows in ([0, 1], [2, 3])]
         if whole.output_gradients is not None:  # grad_ys: the seeds split like the target
-            total = sum(tf.reduce_sum(p.loss(*o) * p.output_gradients(p.loss(*o))) for p, o in zip(parts, shard_outputs))
+            total = sum(tf.reduce_sum(p.loss(*o) * p.output_gradients(p.loss(*o)))
+                        for p, o in zip(parts, shard_outputs, strict=True))
             expected = tf.reduce_sum(whole.loss(*outputs) * whole.output_gradients(whole.loss(*outputs)))
         else:
-            total = sum(tf.reduce_sum(p.loss(*o)) for p, o in zip(parts, shard_outputs))
+            total = sum(tf.reduce_sum(p.loss(*o)) for p, o in zip(parts, shard_outputs, strict=True))
             expected = tf.reduce_sum(whole.loss(*outputs))
         np.testing.assert_allclose(float(total), float(expected), rtol=1e-5, err_msg=scenario.name)

@@ -34,13 +34,18 @@ jobs:
         session:
 """
 
-_TAIL = """\
-    steps:
+_SETUP = """\
       - uses: actions/checkout@v4
       - uses: actions/setup-python@v5
         with:
           python-version: "{python}"
       - run: pip install nox
+"""
+"""The first steps of every job: the project, Python, nox."""
+
+_TAIL = """\
+    steps:
+{setup}\
       - run: nox -s "${{{{ matrix.session }}}}"
       - uses: actions/upload-artifact@v4
         with:
@@ -51,11 +56,7 @@ _TAIL = """\
     if: ${{{{ !cancelled() }}}}
     runs-on: ubuntu-latest
     steps:
-      - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
-        with:
-          python-version: "{python}"
-      - run: pip install nox
+{setup}\
       - uses: actions/download-artifact@v4
         with:
           path: reports
@@ -79,7 +80,8 @@ def load_noxfile() -> ModuleType:
 def render(noxfile: ModuleType) -> str:
     """The workflow: the check job's matrix is noxfile.shard_sessions(), the merge job runs `nox -s merge`."""
     sessions = "".join(f"          - {name}\n" for name in noxfile.shard_sessions())
-    return (_HEAD.format(count=noxfile.CHECK_SHARDS) + sessions + _TAIL.format(python=noxfile.PYTHON))
+    setup = _SETUP.format(python=noxfile.PYTHON)
+    return _HEAD.format(count=noxfile.CHECK_SHARDS) + sessions + _TAIL.format(setup=setup)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,10 +60,11 @@ def seed_verdict(codes: dict[str, str], outputs: dict[str, str]) -> str:
     final = "最终梯度"  # "final gradient", in the example's prints and comments
     printed = [line for line in outputs["seed_fixed"].splitlines() if final in line]
     claimed = [line.split("#", 1)[1] for line in codes["seed_fixed"].splitlines() if final in line and "#" in line]
-    ratios = {round(a / c, 6) for p, cl in zip(printed, claimed) for a, c in zip(_numbers(p), _numbers(cl)) if c}
+    pairs = list(zip(printed, claimed, strict=False))  # a print without a claiming comment is left out
+    ratios = {round(a / c, 6) for p, cl in pairs for a, c in zip(_numbers(p), _numbers(cl), strict=False) if c}
     called = "上游梯度值" in outputs["seed_fixed"]
     ratio = f"{next(iter(ratios)):g} times" if len(ratios) == 1 else "not"
-    facts = "; ".join(f"`{_numbers(p)}` where the comment claims `{_numbers(c)}`" for p, c in zip(printed, claimed))
+    facts = "; ".join(f"`{_numbers(p)}` where the comment claims `{_numbers(c)}`" for p, c in pairs)
     verdict = ("is **never called** (its print never appears): the override is silently ignored under "
                "`tf.GradientTape`" if not called else "is called: the override is honoured")
     return (f"As written it fails in TF2 before any gradient is computed: `{error}`. With the fix it runs, and the "
@@ -153,7 +154,7 @@ def regenerate(text: str, matrix: Path | None = None) -> str:
     outputs = [run.text() for run in runs]
     text = _with_outputs(text, outputs)
     named_codes = {name: code for name, code in found if name}
-    named_outputs = {name: out for (name, _), out in zip(found, outputs) if name}
+    named_outputs = {name: out for (name, _), out in zip(found, outputs, strict=True) if name}
     generators = _report_generators()
 
     def replace(match: re.Match[str]) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import os
 import re
-import stat
 from collections.abc import Iterable
 
+from compat.audit.regular_files import read_regular
 from compat.audit.walker import iter_python_files
 
 NATIVE_SUFFIXES = (".cc", ".cpp", ".cxx", ".cu")
@@ -38,7 +38,11 @@ def registered_op_types(paths: Iterable[str], excludes: Iterable[str] = (), *,
 
 def op_types_beside(path: str) -> dict[str, str]:
     """Op type -> the C++ source next to the file `path` (same directory, not below) that registers it."""
-    directory = os.path.dirname(os.path.abspath(path))
+    return op_types_in(os.path.dirname(os.path.abspath(path)))
+
+
+def op_types_in(directory: str) -> dict[str, str]:
+    """Op type -> the C++ source directly in `directory` (not below) that registers it."""
     try:
         names = sorted(os.listdir(directory))
     except OSError:
@@ -55,26 +59,6 @@ def op_types_beside(path: str) -> dict[str, str]:
 def _op_names(path: str) -> list[str]:
     data = read_regular(path, MAX_NATIVE_BYTES, b"REGISTER_OP")
     return [m.group(1).decode() for m in _REGISTER_OP.finditer(data)] if data else []
-
-
-def read_regular(path: str, limit: int, needle: bytes) -> bytes:
-    """Up to `limit` bytes of the regular file `path` if they contain `needle`, else b"" (FIFOs, devices and
-    unreadable files included: never blocks)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return b""
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit)
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
-    return data if needle in data else b""
 
 
 def imported_op_library(path: str, module: ast.Module) -> str | None:

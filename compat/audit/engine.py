@@ -14,6 +14,7 @@ from compat.audit import custom_ops
 from compat.audit import data as tf_data
 from compat.audit.branches import exclusive
 from compat.audit.findings import FileResult, Finding, Site, display_path
+from compat.audit.regular_files import read_regular
 from compat.audit.rules import RULES, Severity
 from compat.audit.visitor import audit_tree
 from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PARSE_BYTES, iter_python_files, read_and_parse
@@ -157,8 +158,10 @@ def op_type_registrations(findings: list[Finding], registrations: Iterable[Site]
         if site is not None and kind is None and site.name not in used:  # evidence next to the file
             if site.path not in loaders:
                 loaders[site.path] = _imported_op_library(site.path)
-                beside[site.path] = custom_ops.op_types_beside(site.path)
-            kind = unused_op_type(site, used, data, set(), beside[site.path]) or _imported_kind(loaders[site.path])
+            directory = os.path.dirname(os.path.abspath(site.path))
+            if directory not in beside:  # files of one directory share its C++ sources: read them once
+                beside[directory] = custom_ops.op_types_in(directory)
+            kind = unused_op_type(site, used, data, set(), beside[directory]) or _imported_kind(loaders[site.path])
         if site is not None and kind is None and site.name not in used and site.name in runtime:
             finding = dataclasses.replace(
                 finding, severity=str(Severity.NOTE),
@@ -199,7 +202,7 @@ def _imported_kind(loader: str | None) -> str | None:
 
 def _imported_op_library(path: str) -> str | None:
     """The module next to `path` that it imports and that calls tf.load_op_library, or None (unreadable too)."""
-    source = custom_ops.read_regular(path, DEFAULT_MAX_PARSE_BYTES, b"import")
+    source = read_regular(path, DEFAULT_MAX_PARSE_BYTES, b"import")
     try:
         return custom_ops.imported_op_library(path, ast.parse(source)) if source else None
     except (SyntaxError, ValueError, RecursionError):

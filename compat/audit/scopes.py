@@ -28,11 +28,6 @@ class Binding:
     value: ast.expr | None
     scope: Scope
 
-    @property
-    def opaque(self) -> bool:
-        """A def, class, or an assignment whose value is not tracked: shadows outer names with nothing."""
-        return self.imported is None and self.value is None
-
 
 @dataclasses.dataclass(eq=False)
 class Scope:

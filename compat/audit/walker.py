@@ -19,6 +19,7 @@ from typing import BinaryIO
 from compat.audit import token_scan
 from compat.audit.findings import FileResult, Finding
 from compat.audit.prefilter import LONGEST_TRIGGER, TRIGGERS, names_legacy_api
+from compat.audit.regular_files import NotRegularFile, open_regular
 from compat.audit.rules import RULES
 
 # Files up to this size are read and decoded whole; larger ones are only streamed through the pre-filter.
@@ -173,10 +174,6 @@ def _count_lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-class _NotRegular(Exception):
-    """`path` is not a regular file; the message says what it is."""
-
-
 def _describe(path: str, mode: int) -> str:
     if stat.S_ISDIR(mode):
         try:
@@ -191,21 +188,6 @@ def _describe(path: str, mode: int) -> str:
 
 _SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                   (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
-def _open_regular(path: str) -> tuple[int, int]:
-    """(fd, size) of a regular file, opened without blocking; raises _NotRegular for anything else."""
-    mode = os.stat(path).st_mode
-    if not stat.S_ISREG(mode):
-        raise _NotRegular(_describe(path, mode))
-    # O_NONBLOCK: if a FIFO replaced the file since the stat, open() must not wait for a writer.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise _NotRegular(_describe(path, st.st_mode))
-    os.set_blocking(fd, True)
-    return fd, st.st_size
 
 
 def _scan_large(path: str, f: BinaryIO, head: bytes, size: int, limit: int, strict: bool) -> FileResult:
@@ -248,13 +230,15 @@ def read_and_parse(
     is a GC000 finding in `result`, never an exception.
     """
     try:
-        fd, size = _open_regular(path)
+        fd, st = open_regular(path)
         with os.fdopen(fd, "rb") as f:
             data = f.read(max_file_bytes + 1)
             if len(data) > max_file_bytes:
-                return _scan_large(path, f, data, size, max_file_bytes, strict), None, ""
-    except _NotRegular as e:
-        return _gc000(path, str(e)), None, ""
+                return _scan_large(path, f, data, st.st_size, max_file_bytes, strict), None, ""
+    except NotRegularFile as e:
+        why = "was replaced by another file while being opened; run again" if e.replaced and stat.S_ISREG(
+            e.mode) else _describe(path, e.mode)
+        return _gc000(path, why), None, ""
     except OSError as e:
         return _gc000(path, f"cannot read file: {e.strerror or e}"), None, ""
     lines = _count_lines(data)

@@ -44,13 +44,15 @@ def references(spec: GradientSpec, downstreams: dict[str, Downstream], results: 
             continue
         batch_of[scenario] = result.global_batch
         for record in result.replicas:
-            part = scaled(downstream.shard(np.asarray(record.rows, np.int64)), _factor(record.scaling, result.global_batch))
+            factor = _factor(record.scaling, result.global_batch)
+            part = scaled(downstream.shard(np.asarray(record.rows, np.int64)), factor)
             wanted.setdefault((record.rows, variant_for[scenario]), {})[scenario, record.scaling] = part
     shards: dict[ShardKey, VariantResult] = {}
     for (rows, variant), parts in wanted.items():
         index = list(rows)
         shard_spec = spec.with_inputs([value[index] for value in spec.example_inputs])
-        for (scenario, scaling), result in zip(parts, run_matrix(shard_spec, list(parts.values()), [variant]), strict=True):
+        results = run_matrix(shard_spec, list(parts.values()), [variant])
+        for (scenario, scaling), result in zip(parts, results, strict=True):
             shards[scenario, scaling, rows] = result
     whole: dict[str, VariantResult] = {}
     for variant in sorted(set(variant_for[s] for s in batch_of)):

@@ -27,8 +27,8 @@ def contexts_table(report: CheckReport, spec: str = "ste") -> str:
             verdicts.pop("", None)
             rows.append([f"`{context}`", label, ", ".join(f"{n} {v}" for v, n in verdicts.most_common())])
     release = ".".join(report.tensorflow.split(".")[:2])
-    return markdown_table(["context", "mechanism", f"verdicts over the {len(scenarios)} scenarios (TensorFlow {release})"],
-                          rows)
+    heading = f"verdicts over the {len(scenarios)} scenarios (TensorFlow {release})"
+    return markdown_table(["context", "mechanism", heading], rows)
 
 
 def contexts_facts(report: CheckReport, spec: str = "ste") -> str:

@@ -90,8 +90,8 @@ def summary(report: CheckReport) -> str:
                f"the gradients reduced with SUM differ from the single-device whole batch for {_ticks(changed)} (a "
                "gradient that looks at the whole upstream, like a clip by norm, sees only a shard)")
     return (f"Under `MirroredStrategy` your gradient function runs once per replica ({calls} here), each time on its "
-            f"replica's shard ({shards}): its upstream holds only that shard's rows, divided by the global batch size when "
-            f"the loss is. {agree}; {reduced}.")
+            f"replica's shard ({shards}): its upstream holds only that shard's rows, divided by the global batch size "
+            f"when the loss is. {agree}; {reduced}.")
 
 
 def _ticks(names: list[str]) -> str:

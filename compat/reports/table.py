@@ -190,7 +190,9 @@ class Pitfall:
         """Where exactly: contexts and scenarios, and how many of the cells differ in what (cells, not differences)."""
         scenarios = "every scenario" if self.all_scenarios else "scenarios " + ", ".join(self.scenarios)
         text = f"contexts {', '.join(self.contexts)}; {scenarios}"
-        kinds = Counter(kind for c in self.cells for kind in {d.kind for d in c.differences} if kind != self.status)
+        # dict.fromkeys, not a set: a set of strings iterates in an order that changes from process to process
+        kinds = Counter(kind for c in self.cells for kind in dict.fromkeys(d.kind for d in c.differences)
+                        if kind != self.status)
         if not kinds:
             return text
         listed = ", ".join(f"{kind} in {n}" for kind, n in kinds.most_common())

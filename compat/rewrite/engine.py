@@ -18,7 +18,7 @@ from compat.rewrite.override_map import (
     OverrideNest,
     OverrideUse,
     find_nests,
-    grad_key,
+    map_values,
     runtime_map_values,
     stray_map_calls,
 )
@@ -120,9 +120,7 @@ def _runtime_map_values(ctx: ModuleContext, nests: list[OverrideNest]) -> dict[G
 
 
 def _map_values(ctx: ModuleContext, nest: OverrideNest) -> list[tuple[GradKey | None, int]]:
-    return [(grad_key(ctx, element.value), ctx.line(call)) for call in nest.map_calls
-            if call.args and isinstance(call.args[0].value, cst.Dict)
-            for element in call.args[0].value.elements if isinstance(element, cst.DictElement)]
+    return [(key, ctx.line(call)) for call in nest.map_calls for key in map_values(ctx, call)]
 
 
 def _settle(ctx: ModuleContext, nests: list[OverrideNest], registrations: list[Registration]) -> None:

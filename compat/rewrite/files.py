@@ -14,6 +14,7 @@ import libcst as cst
 from compat.audit import token_scan
 from compat.audit.custom_ops import registered_op_types
 from compat.audit.engine import audit_file
+from compat.audit.regular_files import NotRegularFile, open_regular
 from compat.audit.walker import iter_python_files
 from compat.rewrite import tree
 from compat.rewrite.engine import rewrite_source
@@ -28,20 +29,14 @@ DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
 def _open_regular(path: str) -> tuple[int, os.stat_result] | str:
     """An fd on `path` if it is a regular file, else why not (never blocks on a FIFO or device)."""
     try:
-        before = os.stat(path)
-    except OSError as e:
-        return f"cannot read file: {e.strerror or e}"
-    if not stat.S_ISREG(before.st_mode):
+        return open_regular(path)
+    except NotRegularFile as e:
+        if e.replaced:
+            other = "another file" if stat.S_ISREG(e.mode) else "a special file"
+            return f"file was replaced by {other} while being opened: skipped"
         return "not a regular file (FIFO, device, socket or directory): never opened"
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         return f"cannot read file: {e.strerror or e}"
-    after = os.fstat(fd)
-    if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
-        os.close(fd)
-        return "file was replaced by a special file while being opened: skipped"
-    return fd, after
 
 
 def _read(path: str, max_bytes: int) -> tuple[bytes, Snapshot] | FileResult:

@@ -42,12 +42,18 @@ def runtime_map_values(ctx: ModuleContext) -> dict[GradKey, int]:
     for node in ctx.walk(ctx.module):
         if is_map_call(node) and not is_legacy_map_call(ctx, node):
             assert isinstance(node, cst.Call)
-            value = node.args[0].value if node.args else None
-            for element in value.elements if isinstance(value, cst.Dict) else ():
-                key = grad_key(ctx, element.value) if isinstance(element, cst.DictElement) else None
+            for key in map_values(ctx, node):
                 if key is not None:
                     found.setdefault(key, ctx.line(node))
     return found
+
+
+def map_values(ctx: ModuleContext, call: cst.Call) -> list[GradKey | None]:
+    """What each entry of the literal dict a map call is given names (None: not followed); [] for no literal."""
+    value = call.args[0].value if call.args else None
+    if not isinstance(value, cst.Dict):
+        return []
+    return [grad_key(ctx, element.value) for element in value.elements if isinstance(element, cst.DictElement)]
 
 
 def grad_key(ctx: ModuleContext, expr: cst.BaseExpression) -> GradKey | None:

@@ -25,6 +25,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from compat._stderr_tail import fatal_or_tail
 from compat.verify._entries import (
     SHAPE_CANDIDATES,
     Constant,
@@ -46,7 +47,6 @@ from compat.verify._results import (
     write_resolved,
     write_side,
 )
-from compat._stderr_tail import fatal_or_tail
 
 
 @dataclasses.dataclass(frozen=True)

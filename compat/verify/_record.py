@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from compat.probe import _Site, _after, _to_numpy
+from compat.probe import _after, _Site, _to_numpy
 from compat.results import Upstream
 
 Key = tuple[str, str, str]

@@ -13,6 +13,7 @@ import time
 import tokenize
 from collections.abc import Sequence
 
+from compat._stderr_tail import fatal_or_tail
 from compat.verify._compare import compare_sides
 from compat.verify._entries import (
     ENTRIES_CONSTANT,
@@ -37,7 +38,6 @@ from compat.verify._results import (
     write_job,
     write_resolved,
 )
-from compat._stderr_tail import fatal_or_tail
 
 CONTEXTS: tuple[str, ...] = ("v1_session", "v1_tape", "eager_tape", "function_tape", "function_gradients")
 """The contexts the rewritten side can run in (compat.contexts); the original always runs in a v1 Session."""

@@ -53,6 +53,8 @@ def test_registrations_for_real_op_types_no_map_uses_are_notes(tmp_path):
 
 def test_a_map_in_another_file_keeps_the_warning(tmp_path):
     (tmp_path / "custom_op.py").write_text(CUSTOM_OP)
-    (tmp_path / "user.py").write_text("import tensorflow as tf\n\ndef f(x):\n    with tf.get_default_graph()"
-                                      ".gradient_override_map({'Identity': 'ZeroOut'}):\n        return tf.identity(x)\n")
+    source = ("import tensorflow as tf\n\ndef f(x):\n"
+              "    with tf.get_default_graph().gradient_override_map({'Identity': 'ZeroOut'}):\n"
+              "        return tf.identity(x)\n")
+    (tmp_path / "user.py").write_text(source)
     assert _registrations(audit_paths([str(tmp_path)], jobs=1)) == {"'ZeroOut'": "warning"}

@@ -90,7 +90,8 @@ def test_cases(source: str, uses: bool) -> None:
 
 _PIECES = ["x", " ", "(", ")", "=", ".", "\n", "\\\n", "elif", "Defun", "tf.custom_gradient", "RegisterGradient",
            "1", ",", "\t"]
-_BODY = ["a", " ", "Defun", "custom_gradient", "#", "'", '"', "\\'", '\\"', "\\\\", "{x}", "\\\n", "gradient_override_map"]
+_BODY = ["a", " ", "Defun", "custom_gradient", "#", "'", '"', "\\'", '\\"', "\\\\", "{x}", "\\\n",
+         "gradient_override_map"]
 
 
 def _random_source(rng: random.Random) -> str:

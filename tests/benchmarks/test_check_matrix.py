@@ -22,9 +22,11 @@ def _run(*args):
 
 def test_met_targets_exit_0_and_every_process_is_measured():
     done = _run("--specs=sign_ste,scaled_ste", "--scenarios=sum", "--noone_process", "--jobs=1,2",
-                "--app_target=1000")
+                "--app_busy=0")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "result: PASS" in done.stdout and "load average" in done.stdout
+    busy = r"^cores busy, --jobs=2 \(CPU / \(wall x 2\)\) +\d+\.\d\d$"
+    assert re.search(busy, done.stdout, re.MULTILINE), done.stdout
     cells = 2 * len(compat.VARIANTS)  # two specs, one scenario, one dtype
     line = next(line for line in done.stdout.splitlines() if line.startswith("report --jobs=2"))
     # tf.keras 2 (TF 2.12) names its layers per process (op_layer_1): such messages are the only allowed difference

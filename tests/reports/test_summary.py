@@ -40,8 +40,9 @@ def test_a_real_report_answers_in_a_screen_with_the_upstream_per_scenario(report
                                f"{len(report.variants)} variants (float32)")
     scaled, against_forward = [line for line in lines if line.lstrip().startswith("scaled_ste")]
     assert scaled.startswith("  scaled_ste: ones in sum; IndexedSlices in gather; varies in second_order")
-    assert against_forward == ("  scaled_ste: autodiff: differs in sum, gather, same in second_order; finite_difference: "
-                               "not differentiable (piecewise constant) in sum, gather, n/a in second_order")
+    assert against_forward == ("  scaled_ste: autodiff: differs in sum, gather, same in second_order; "
+                               "finite_difference: not differentiable (piecewise constant) in sum, gather, "
+                               "n/a in second_order")
     assert lines[-2:] == [DETAILS_HINT, render(report, "table", view=View(quiet=True)).splitlines()[-1]]
     assert "Migration pitfalls" in text and "Unexpected differences in native variants" in text
 

@@ -141,3 +141,19 @@ def test_error_cells_of_cross_variants_show_their_reason_once_per_reason():
         line = next(line for line in text.splitlines() if "this forward only builds graphs" in line)
         assert "graph_only" in line and "override_map@eager_tape" in line and "2 scenarios" in line, line
         assert "sum" in line and "scaled" in line, line
+
+
+def test_a_pitfalls_difference_kinds_keep_the_order_they_were_found_in(handmade_report):
+    """A set of kinds iterates in an order that changes with each process's string hashing, which made the
+    HTML report of the same run differ from run to run."""
+    import dataclasses
+
+    from compat.checker import Difference
+    from compat.reports.table import Pitfall
+
+    cell = handmade_report.cells[1]
+    for kinds in (("zero_calls", "none_vs_zeros"), ("none_vs_zeros", "zero_calls")):
+        differences = tuple(Difference(kind, "calls", "detail") for kind in kinds)
+        pitfall = Pitfall("hand", "custom_gradient", "differs", ("eager_tape",),
+                          (dataclasses.replace(cell, differences=differences),), ("sum",), True)
+        assert pitfall.scope().endswith(f"cells by difference: {kinds[0]} in 1, {kinds[1]} in 1")
