@@ -322,11 +322,17 @@ def main(argv: Sequence[str]) -> int:
         if any(not report.verified(r) for r in verified.values()):
             sys.stderr.write("compat-rewrite: --verify: some rewrites were not proven equivalent (see above)\n")
     else:
-        out, err = report.render_text(document)
+        out, err = report.render_text(document, _verify_report)
         _write_diff(out)
         sys.stderr.write(err)
     code: int = document["exit_code"]
     return code
+
+
+def _verify_report(document: dict[str, Any]) -> Any:
+    from compat.verify import VerifyReport
+
+    return VerifyReport.from_json(document)
 
 
 def _as_json(result: Any) -> Any:

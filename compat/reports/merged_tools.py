@@ -89,7 +89,7 @@ def _join_rewrite(ordered: Sequence[Loaded]) -> dict[str, Any]:
 
 
 def _join_verify(ordered: Sequence[Loaded]) -> dict[str, Any]:
-    from compat.verify._report import VerifyReport
+    from compat.verify import VerifyReport
 
     first = ordered[0][1]
     contexts = first["run"]["flags"]["contexts"]
@@ -113,13 +113,13 @@ def render_tool_document(document: dict[str, Any], fmt: str) -> tuple[str, str]:
     """(stdout, stderr) of the tool that wrote `document`, in its text (`table`) or JSON format."""
     if fmt == "json":
         return json.dumps(document, indent=2) + "\n", ""
+    from compat.verify import VerifyReport
+
     if fmt != "table":
         raise ValueError(f"--format={fmt}: {TOOLS[document['tool']]} reports merge to text (--format=table) or "
                          "json")
     if document["tool"] == REWRITE:
         from compat.rewrite.report import render_text
 
-        return render_text(document)
-    from compat.verify._report import VerifyReport
-
+        return render_text(document, VerifyReport.from_json)
     return VerifyReport.from_json(document).render_text(), ""

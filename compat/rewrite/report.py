@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from compat.rewrite.result import OUTCOMES, STATUSES
@@ -75,14 +75,14 @@ def verify_line(path: str, report: Any) -> str:
     return f"{path}: verify: NOT proven equivalent ({report.summary()})\n{report.render_text()}"
 
 
-def render_text(document: Mapping[str, Any]) -> tuple[str, str]:
-    """(stdout, stderr) of `compat-rewrite` (text format) for the run whose JSON document this is."""
-    from compat.verify._report import VerifyReport
-
+def render_text(document: Mapping[str, Any], verify_report: Callable[[dict[str, Any]], Any]) -> tuple[str, str]:
+    """(stdout, stderr) of `compat-rewrite` (text format) for the run whose JSON document this is;
+    `verify_report` makes a file's VerifyReport from its JSON (`compat.verify.VerifyReport.from_json`: passed in,
+    so that the rewriter does not import the runtime parts)."""
     out = "".join(document.get("diffs", {}).values()) if not document["in_place"] else ""
     err = "".join(file_line(f) + "\n" for f in document["files"] if f["status"] != "unchanged" or f["sites"])
     for path, report in document.get("verify", {}).items():
-        err += verify_line(path, report if isinstance(report, str) else VerifyReport.from_json(report))
+        err += verify_line(path, report if isinstance(report, str) else verify_report(report))
     if document["default_excluded"]:
         err += (f"compat-rewrite: not walked (default excludes; --nodefault_excludes walks them, naming a directory "
                 f"walks it): {', '.join(document['default_excluded'])}\n")
