@@ -17,6 +17,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from compat.errors import Error
+
 GradientFunction = Callable[..., Any]
 """A legacy gradient function `(op, *grads) -> gradient(s) of op's inputs`, as `tf.RegisterGradient` takes."""
 
@@ -26,7 +28,7 @@ _registered: dict[GradientFunction, str] = {}
 _lock = threading.Lock()
 
 
-class GradientOverrideError(RuntimeError):
+class GradientOverrideError(Error, RuntimeError):
     """The override cannot be honoured as asked: raised at the call that traces the function, saying why."""
 
 

@@ -12,12 +12,24 @@ from pathlib import Path
 from typing import Any
 
 from compat.catalogue import ALL_SPECS, FORMS, FORMS_GROUP
+from compat.errors import Error
 from compat.probe import describe_exception, user_exception
 from compat.spec import GradientSpec
 
 
-class SpecLoadError(ValueError):
+class SpecLoadError(Error, ValueError):
     """A spec reference could not be loaded; the message names it and says what to do."""
+
+    def __init__(self, reference: str | None, detail: str) -> None:
+        self.reference, self.detail = reference, detail
+        super().__init__(self.naming("spec"))
+
+    def naming(self, where: str) -> str:
+        """The message with the reference introduced by `where` (a command line says `--specs`)."""
+        return self.detail if self.reference is None else f"{where} {self.reference!r}: {self.detail}"
+
+    def __reduce__(self) -> tuple[type[SpecLoadError], tuple[str | None, str]]:
+        return SpecLoadError, (self.reference, self.detail)  # it crosses process boundaries (compat.workers)
 
 
 def load_specs(references: Iterable[str]) -> list[GradientSpec]:
@@ -28,7 +40,7 @@ def load_specs(references: Iterable[str]) -> list[GradientSpec]:
     names = [spec.name for spec in specs]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise SpecLoadError(f"several specs are named {duplicates}; spec names must be unique in one run")
+        raise SpecLoadError(None, f"several specs are named {duplicates}; spec names must be unique in one run")
     return specs
 
 
@@ -54,31 +66,31 @@ def _load(reference: str) -> list[GradientSpec]:
         module = _import_module(reference, location)
     else:
         raise SpecLoadError(
-            f"--specs {reference!r}: not a catalogue spec, a file `path/to/file.py:NAME` or a module "
+            reference, f"not a catalogue spec, a file `path/to/file.py:NAME` or a module "
             f"`package.module:NAME`; catalogue specs: {', '.join(ALL_SPECS)} (`{FORMS_GROUP}`: the last four)"
         )
     if not name:
         found = [value for value in vars(module).values() if isinstance(value, GradientSpec)]
         if not found:
-            raise SpecLoadError(f"--specs {reference!r}: the file defines no module-level GradientSpec; "
+            raise SpecLoadError(reference, f"the file defines no module-level GradientSpec; "
                                 f"define one, or name a factory with {location}:NAME")
         return found
     if not hasattr(module, name):
         available = sorted(key for key, value in vars(module).items() if _looks_like_specs(value))
-        raise SpecLoadError(f"--specs {reference!r}: {location} has no attribute {name!r}"
+        raise SpecLoadError(reference, f"{location} has no attribute {name!r}"
                             + (f"; GradientSpecs there: {available}" if available else ""))
     return _as_specs(reference, getattr(module, name))
 
 
 def _import_file(reference: str, path: Path) -> Any:
     if not path.is_file():
-        raise SpecLoadError(f"--specs {reference!r}: file {str(path)!r} does not exist")
+        raise SpecLoadError(reference, f"file {str(path)!r} does not exist")
     module_name = f"_gradcompat_user_{abs(hash(str(path.resolve())))}"
     if module_name in sys.modules:  # several NAMEs from one file: import it once, as Python would
         return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise SpecLoadError(f"--specs {reference!r}: {str(path)!r} cannot be imported as a Python file")
+        raise SpecLoadError(reference, f"{str(path)!r} cannot be imported as a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
@@ -87,7 +99,7 @@ def _import_file(reference: str, path: Path) -> Any:
         del sys.modules[module_name]
         if not user_exception(exc):
             raise
-        raise SpecLoadError(f"--specs {reference!r}: importing {str(path)!r} failed: {_where(exc, path)}") from exc
+        raise SpecLoadError(reference, f"importing {str(path)!r} failed: {_where(exc, path)}") from exc
     return module
 
 
@@ -97,7 +109,7 @@ def _import_module(reference: str, module_name: str) -> Any:
     except BaseException as exc:
         if not user_exception(exc):
             raise
-        raise SpecLoadError(f"--specs {reference!r}: importing module {module_name!r} failed: "
+        raise SpecLoadError(reference, f"importing module {module_name!r} failed: "
                             f"{describe_exception(exc)}") from exc
 
 
@@ -123,10 +135,10 @@ def _as_specs(reference: str, value: Any) -> list[GradientSpec]:
         except BaseException as exc:
             if not user_exception(exc):
                 raise
-            raise SpecLoadError(f"--specs {reference!r}: calling it raised {describe_exception(exc)}") from exc
+            raise SpecLoadError(reference, f"calling it raised {describe_exception(exc)}") from exc
     if isinstance(value, GradientSpec):
         return [value]
     if _looks_like_specs(value):
         return list(value)
-    raise SpecLoadError(f"--specs {reference!r}: is a {type(value).__name__}, not a compat.GradientSpec, a list "
+    raise SpecLoadError(reference, f"is a {type(value).__name__}, not a compat.GradientSpec, a list "
                         f"of them, or a function returning either")

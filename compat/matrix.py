@@ -15,6 +15,7 @@ from compat.dtypes import DTYPES, TOLERANCES, cast_spec
 from compat.probe import UserCodeError, describe_exception, user_exception
 from compat.references import compute, select_references
 from compat.references.base import ForwardCheck, ForwardValue, check_cell
+from compat.registry import check_names
 from compat.results import VariantResult
 from compat.runner import run_matrix
 from compat.scenarios import Scenario, select_scenarios
@@ -140,9 +141,7 @@ def plan(scenarios: Sequence[str | Scenario] | None = None, dtypes: Sequence[str
     the default ones (`compat.references.DEFAULT_REFERENCES`), [] for none."""
     chosen_scenarios = select_scenarios(list(scenarios) if scenarios is not None else None)
     chosen_dtypes = tuple(dtypes) if dtypes is not None else ("float32",)
-    for dtype in chosen_dtypes:
-        if dtype not in DTYPES:
-            raise ValueError(f"unknown dtype {dtype!r}; choose from {list(DTYPES)}")
+    check_names(chosen_dtypes, DTYPES, "dtype", "dtypes")
     parse_variant(reference)
     chosen_variants = select(list(variants) if variants is not None else None)
     return Plan(tuple(chosen_scenarios), chosen_dtypes, tuple(chosen_variants),

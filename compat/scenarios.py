@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from compat.downstream import Downstream
+from compat.registry import check_names
 from compat.signature import OutputSignature, output_signature
 from compat.spec import GradientSpec
 
@@ -209,9 +210,7 @@ def select_scenarios(names: list[str | Scenario] | tuple[str | Scenario, ...] | 
     """The scenarios named (registered names, or Scenario objects passed through), all by default."""
     if names is None:
         return _SCENARIOS
-    unknown = [name for name in names if not isinstance(name, Scenario) and name not in SCENARIOS]
-    if unknown:
-        raise ValueError(f"unknown scenario(s) {unknown}; choose from {list(SCENARIOS)}")
+    check_names([name for name in names if not isinstance(name, Scenario)], SCENARIOS, "scenario", "scenarios")
     return tuple(name if isinstance(name, Scenario) else SCENARIOS[name] for name in names)
 
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from compat.errors import Error
+
 if TYPE_CHECKING:  # TensorFlow is imported lazily; see compat/__init__.py.
     import tensorflow as tf
 
@@ -21,7 +23,7 @@ else:
 _OP_TYPE = re.compile(r"^[A-Z][A-Za-z0-9_>]*$")
 
 
-class SpecError(ValueError):
+class SpecError(Error, ValueError):
     """A GradientSpec (or something built from it) is not usable; the message says how to fix it."""
 
 

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from compat.contexts import ALL_CONTEXTS, CONTEXTS, Context
-from compat.mechanisms import MECHANISMS, Mechanism
+from typing import TYPE_CHECKING
 
-ALL_VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in ALL_CONTEXTS)
-"""Every variant name, mechanism-major, in registry order, opt-in contexts included."""
-
-VARIANTS: tuple[str, ...] = tuple(f"{m}@{c}" for m in MECHANISMS for c in CONTEXTS)
-"""The default variants: every mechanism in every context but the opt-in ones (`OPT_IN_VARIANTS`)."""
-
-OPT_IN_VARIANTS: tuple[str, ...] = tuple(v for v in ALL_VARIANTS if v not in VARIANTS)
-"""Variants of the opt-in contexts (tf.distribute, Jacobians, forward mode): chosen only by name or `*@context`."""
-
-NATIVE_VARIANTS: tuple[str, ...] = tuple(
-    f"{m}@{c}" for m, mechanism in MECHANISMS.items() for c, context in CONTEXTS.items()
-    if context.native and mechanism.is_native(c)
+from compat.errors import UnknownNameError
+from compat.registry import (
+    ALL_CONTEXT_NAMES,
+    ALL_VARIANTS,
+    MECHANISM_NAMES,
+    NATIVE_VARIANTS,
+    OPT_IN_VARIANTS,
+    VARIANTS,
+    is_native_pair,
 )
-"""Variants where the mechanism is used the way it is documented to work, in a context meant to keep the
-numbers (not mixed precision); the others are *cross*."""
+
+if TYPE_CHECKING:
+    from compat.contexts import Context
+    from compat.mechanisms import Mechanism
+
+__all__ = ["ALL_VARIANTS", "NATIVE_VARIANTS", "OPT_IN_VARIANTS", "VARIANTS", "is_native", "parse_variant",
+           "select", "variant_names"]
 
 
 def variant_names() -> tuple[str, ...]:
@@ -27,19 +28,30 @@ def variant_names() -> tuple[str, ...]:
 
 
 def parse_variant(variant: str) -> tuple[Mechanism, Context]:
-    """The mechanism and context of `mechanism@context`; a ValueError lists the valid names otherwise."""
-    mechanism_name, at, context_name = variant.partition("@")
-    if not at or mechanism_name not in MECHANISMS or context_name not in ALL_CONTEXTS:
-        raise ValueError(
-            f"unknown variant {variant!r}: a variant is MECHANISM@CONTEXT with MECHANISM one of "
-            f"{sorted(MECHANISMS)} and CONTEXT one of {sorted(ALL_CONTEXTS)}, e.g. 'custom_gradient@eager_tape'"
-        )
+    """The mechanism and context of `mechanism@context` (their implementations: this imports TensorFlow); an
+    UnknownNameError (a ValueError) lists the valid names otherwise."""
+    from compat.contexts import ALL_CONTEXTS
+    from compat.mechanisms import MECHANISMS
+
+    mechanism_name, context_name = _split(variant)
     return MECHANISMS[mechanism_name], ALL_CONTEXTS[context_name]
 
 
+def _split(variant: str) -> tuple[str, str]:
+    """The registered mechanism and context names of `mechanism@context`, or an UnknownNameError."""
+    mechanism_name, at, context_name = variant.partition("@")
+    if not at or mechanism_name not in MECHANISM_NAMES or context_name not in ALL_CONTEXT_NAMES:
+        raise UnknownNameError(
+            f"unknown variant {variant!r}: a variant is MECHANISM@CONTEXT with MECHANISM one of "
+            f"{sorted(MECHANISM_NAMES)} and CONTEXT one of {sorted(ALL_CONTEXT_NAMES)}, e.g. "
+            "'custom_gradient@eager_tape'"
+        )
+    return mechanism_name, context_name
+
+
 def is_native(variant: str) -> bool:
-    mechanism, context = parse_variant(variant)
-    return context.native and mechanism.is_native(context.name)
+    """Whether `variant` is native (see NATIVE_VARIANTS), opt-in variants included; no TensorFlow needed."""
+    return is_native_pair(*_split(variant))
 
 
 def select(variants: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
@@ -57,9 +69,9 @@ def select(variants: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...
             matches = {v for v in pool
                        if mechanism_name in ("*", v.split("@")[0]) and context_name in ("*", v.split("@")[1])}
             if not matches:
-                parse_variant(pattern.replace("*", "?"))  # raises with the valid names
+                _split(pattern.replace("*", "?"))  # raises with the valid names
             chosen |= matches
         else:
-            parse_variant(pattern)
+            _split(pattern)
             chosen.add(pattern)
     return tuple(v for v in ALL_VARIANTS if v in chosen)

@@ -16,6 +16,16 @@ from compat.apps._output import OutputError, check_output_path
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
+def flag_message(exc: Exception) -> str:
+    """The message of a library error as a command line says it: an unknown name's argument becomes its flag
+    (`dtypes: unknown dtype(s)` -> `--dtypes: unknown dtype(s)`); the flags are named as the parameters are."""
+    from compat.errors import UnknownNameError
+
+    if isinstance(exc, UnknownNameError) and exc.argument:
+        return exc.for_flag(f"--{exc.argument}")
+    return str(exc)
+
+
 def prepare_output(path: str) -> None:
     """Before a run: create `--output`'s missing parent directories and check the path can be written.
 

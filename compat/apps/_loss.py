@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from compat.apps._output import _special_kind
+from compat.errors import Error
 
 LOSS_SCENARIO = "custom"
 
@@ -22,7 +23,7 @@ _BUILTINS = {name: getattr(builtins, name) for name in
              ("abs", "min", "max", "sum", "len", "range", "float", "int", "tuple", "list", "enumerate", "zip")}
 
 
-class LossError(ValueError):
+class LossError(Error, ValueError):
     """`--loss` names no usable loss; the message quotes it and says what is accepted."""
 
 

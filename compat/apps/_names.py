@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-
-def did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """` (did you mean `x`?)` for the closest of `choices`, or "" when none is close."""
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean `{close[0]}`?)" if close else ""
+from compat.registry import ALL_CONTEXT_NAMES as CONTEXTS
+from compat.registry import ALL_VARIANTS as VARIANTS
+from compat.registry import MECHANISM_NAMES as MECHANISMS
+from compat.registry import SCENARIO_NAMES as SCENARIOS
+from compat.registry import did_you_mean
 
 
 def check_names(specs: Sequence[str] | None, scenarios: Sequence[str] | None, variants: Sequence[str] | None,
                 reference: str) -> None:
     """Raise ValueError for a misspelt catalogue spec, scenario or variant, with a suggestion and the valid names.
 
-    Spec files and modules (`file.py:NAME`, `package.module:NAME`) are left to the loader.
+    Spec files and modules (`file.py:NAME`, `package.module:NAME`) are left to the loader. Needs no TensorFlow.
     """
     from compat.catalogue import ALL_SPECS, FORMS_GROUP
-    from compat.contexts import ALL_CONTEXTS as CONTEXTS
-    from compat.mechanisms import MECHANISMS
-    from compat.scenarios import SCENARIOS
-    from compat.variants import ALL_VARIANTS as VARIANTS
 
     for spec in specs or ():
         name = spec.strip()

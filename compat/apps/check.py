@@ -22,6 +22,7 @@ from absl import app, flags, logging
 from compat._exit_guard import exits_raised
 from compat.apps._common import (
     EXIT_USAGE,
+    flag_message,
     import_tensorflow_quietly,
     prepare_output,
     run_app,
@@ -141,7 +142,7 @@ def _spec_listing() -> list[str]:
             with exits_raised():
                 specs = load_specs(SPECS.value)
         except SpecLoadError as exc:
-            raise _usage_error(str(exc)) from None
+            raise _usage_error(exc.naming("--specs")) from None
         return [f"specs (--specs={','.join(SPECS.value)}):"] + [
             f"  {spec.name}: {spec.description}" if spec.description else f"  {spec.name}" for spec in specs]
     lines = ["specs (catalogue):"] + [f"  {name}: {factory().description}" for name, factory in CATALOGUE.items()]
@@ -185,7 +186,9 @@ def _check(progress: Progress | None, shard: Shard | None, durations: Mapping[st
     if progress:
         progress.phase("importing TensorFlow")
     import_tensorflow_quietly()
-    if _wants_mirrored(VARIANTS.value or ()):
+    from compat.registry import needs_logical_cpus
+
+    if needs_logical_cpus(VARIANTS.value or ()):
         from compat.distribute import use_logical_cpus
 
         use_logical_cpus()  # before any op; if it cannot, the mirrored cells say why (unsupported)
@@ -211,11 +214,6 @@ def _check(progress: Progress | None, shard: Shard | None, durations: Mapping[st
     if report.exit_code:
         logging.warning("%d unexpected difference(s) in native variants", len(report.unexpected))
     return report.exit_code
-
-
-def _wants_mirrored(patterns: list[str] | tuple[str, ...]) -> bool:
-    """Whether the chosen variants include a MirroredStrategy context (which needs 2 logical CPUs)."""
-    return any(pattern.partition("@")[2] in ("mirrored_tape", "mirrored_v1") for pattern in patterns)
 
 
 def _view() -> View:
@@ -274,7 +272,7 @@ def _run_check(progress: Progress | None, shard: Shard | None = None,
         check_names(SPECS.value, SCENARIOS.value, VARIANTS.value, REFERENCE.value)
         select_references(REFERENCES.value)
     except ValueError as exc:
-        raise _usage_error(str(exc)) from None
+        raise _usage_error(flag_message(exc)) from None
     request = CheckRequest(tuple(SPECS.value) if SPECS.value else None,
                            tuple(SCENARIOS.value) if SCENARIOS.value else None, LOSS.value or None)
     if progress:
@@ -283,7 +281,9 @@ def _run_check(progress: Progress | None, shard: Shard | None = None,
         specs, scenarios, loss = request.load()
         if loss is not None:
             try_loss(request.loss or "", loss, specs)
-    except (SpecLoadError, LossError) as exc:
+    except SpecLoadError as exc:
+        raise _usage_error(exc.naming("--specs")) from None
+    except LossError as exc:
         raise _usage_error(str(exc)) from None
     try:
         return _executor()(request, dtypes=DTYPES.value, variants=VARIANTS.value, reference=REFERENCE.value,
@@ -292,7 +292,7 @@ def _run_check(progress: Progress | None, shard: Shard | None = None,
                            loaded=(specs, scenarios), shard=shard, durations=durations,
                            references=REFERENCES.value)
     except ValueError as exc:  # unknown scenario, dtype or variant: the message lists the valid names
-        raise _usage_error(str(exc)) from None
+        raise _usage_error(flag_message(exc)) from None
 
 
 def _executor() -> Callable[..., CheckReport]:

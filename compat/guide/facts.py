@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from compat.contexts import CONTEXTS as REGISTRY
 from compat.guide.run import cells
 from compat.guide.tables import CONTEXT_HEADERS, CONTEXTS, values
 from compat.matrix import Cell, CheckReport
+from compat.registry import CONTEXT_INFO, CONTEXT_NAMES, DEFUN_MECHANISMS, TF1_MECHANISMS
 from compat.results import Upstream
 
-_NATIVE_V1 = ("defun_grad_func@v1_session", "defun_python_grad_func@v1_session", "override_map@v1_session")
+_NATIVE_V1 = tuple(f"{m}@v1_session" for m in TF1_MECHANISMS)
 _CUSTOM = tuple(f"custom_gradient@{c}" for c in CONTEXTS)
 
 
@@ -77,8 +77,8 @@ def unused_outputs(report: CheckReport, spec: str = "multi_output_int", scenario
     ran = [(v, _upstreams(by_key.get((scenario, v)))) for v in report.variants if _called(by_key.get((scenario, v)))]
     float_none = [v for v, upstreams in ran if upstreams[2].kind == "none"]
     int_none = [v for v, upstreams in ran if upstreams[1].kind == "none"]
-    int_none_contexts = [c for c in REGISTRY if c in {v.split("@")[1] for v in int_none}]
-    by_tf_gradients = all(not REGISTRY[c].uses_tape for c in int_none_contexts)
+    int_none_contexts = [c for c in CONTEXT_NAMES if c in {v.split("@")[1] for v in int_none}]
+    by_tf_gradients = all(not CONTEXT_INFO[c].uses_tape for c in int_none_contexts)
     why = ", the contexts that call `tf.gradients`" if by_tf_gradients else ""
     int_zeros = [v for v, c in ran if v not in int_none]
     float_text = ("arrives as **zeros** in every one of them" if not float_none
@@ -94,7 +94,7 @@ def unused_outputs(report: CheckReport, spec: str = "multi_output_int", scenario
 def defun_limits(report: CheckReport, spec: str = "ste") -> str:
     """What a Defun cannot do, and the static shape its gradient sees, from the run."""
     by_key = cells(report, spec)
-    eager = {m: by_key[("sum", f"{m}@eager_tape")].status for m in ("defun_grad_func", "defun_python_grad_func")}
+    eager = {m: by_key[("sum", f"{m}@eager_tape")].status for m in DEFUN_MECHANISMS}
     second = by_key[("second_order", "defun_grad_func@v1_session")].status
     second_py = by_key[("second_order", "defun_python_grad_func@v1_session")].status
     seen = by_key[("sum", "defun_grad_func@v1_session")].result.upstream

@@ -9,15 +9,14 @@ import numpy as np
 
 from compat.guide.run import cells
 from compat.matrix import Cell, CheckReport
+from compat.registry import BASIC_CONTEXTS, CONTEXT_INFO, MECHANISM_INFO
 from compat.reports.table import representation_only
 from compat.results import Upstream
 
 MAX_WIDTH = 120
-CONTEXTS = ("v1_session", "v1_tape", "eager_tape", "function_tape", "function_gradients")
-CONTEXT_HEADERS = {"v1_session": "v1 Session", "v1_tape": "tape in v1 graph", "eager_tape": "eager tape",
-                   "function_tape": "tape in tf.function", "function_gradients": "tf.gradients in tf.function"}
-MECHANISMS = {"defun_grad_func": "Defun grad_func", "defun_python_grad_func": "Defun python_grad_func",
-              "override_map": "RegisterGradient", "custom_gradient": "tf.custom_gradient"}
+CONTEXTS = BASIC_CONTEXTS
+CONTEXT_HEADERS = {name: CONTEXT_INFO[name].label for name in CONTEXTS}
+MECHANISMS = {name: info.label for name, info in MECHANISM_INFO.items()}
 _NOT_RUN = {"not_called": "not called", "unsupported": "unsupported", "error": "error"}
 
 

@@ -13,6 +13,8 @@ import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from compat.registry import check_names
+
 if TYPE_CHECKING:
     from compat.downstream import Downstream
     from compat.references.base import ForwardValue
@@ -48,9 +50,7 @@ def select_references(names: Sequence[str] | None) -> tuple[str, ...]:
     """Validated reference names in registry order; None means the default ones, [] none."""
     if names is None:
         return DEFAULT_REFERENCES
-    unknown = [name for name in names if name not in REFERENCES]
-    if unknown:
-        raise ValueError(f"unknown reference(s) {unknown}; choose from {list(REFERENCES)} (or none)")
+    check_names(names, REFERENCES, "reference", "references")
     return tuple(name for name in REFERENCES if name in names)
 
 

@@ -8,8 +8,10 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from compat.errors import Error
 
-class OutputDirError(ValueError):
+
+class OutputDirError(Error, ValueError):
     """`--output_dir` cannot hold the files; the message names it and says what to do."""
 
 

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from compat.contexts import CONTEXTS
+from compat.registry import CONTEXT_INFO, CONTEXT_NAMES
 from compat.reports import forward, received
 from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, verdict
 from compat.reports.view import FULL, View
@@ -30,7 +30,7 @@ PITFALL_STATUSES: dict[str, str] = {
 }
 """Cross-cell statuses that are silent migration pitfalls, and how to say them (unsupported/error are loud)."""
 
-TAPE_CONTEXTS: tuple[str, ...] = tuple(name for name, context in CONTEXTS.items() if context.uses_tape)
+TAPE_CONTEXTS: tuple[str, ...] = tuple(name for name in CONTEXT_NAMES if CONTEXT_INFO[name].uses_tape)
 """Contexts where a tf.GradientTape asks for the gradient."""
 
 

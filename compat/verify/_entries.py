@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from compat.errors import Error
+
 
 @dataclasses.dataclass(frozen=True)
 class Constant:
@@ -36,7 +38,7 @@ SHAPE_CANDIDATES: tuple[tuple[int, ...], ...] = ((3,), (3, 3), (2, 3, 3), (2, 3,
 """The shapes tried, in order, for an entry declared or inferred without shapes (one per rank, 1-4)."""
 
 
-class EntriesError(ValueError):
+class EntriesError(Error, ValueError):
     """The entry points to verify are missing or malformed; the message says how to declare them."""
 
 

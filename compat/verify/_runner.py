@@ -14,6 +14,8 @@ import tokenize
 from collections.abc import Sequence
 
 from compat._stderr_tail import fatal_or_tail
+from compat.errors import UnknownNameError
+from compat.registry import BASIC_CONTEXTS, SCENARIO_NAMES, check_names
 from compat.verify._compare import compare_sides
 from compat.verify._entries import (
     ENTRIES_CONSTANT,
@@ -39,7 +41,7 @@ from compat.verify._results import (
     write_resolved,
 )
 
-CONTEXTS: tuple[str, ...] = ("v1_session", "v1_tape", "eager_tape", "function_tape", "function_gradients")
+CONTEXTS: tuple[str, ...] = BASIC_CONTEXTS
 """The contexts the rewritten side can run in (compat.contexts); the original always runs in a v1 Session."""
 DEFAULT_CONTEXTS: tuple[str, ...] = ("v1_session", "eager_tape", "function_tape")
 VERIFY_HELP = ("Opt-in: imports and runs the original and the rewritten module (each in a child process) to "
@@ -198,22 +200,18 @@ def check_scenarios(scenarios: Sequence[str] | None) -> tuple[str, ...] | None:
     if isinstance(scenarios, str):
         scenarios = [scenarios]
     engine = [name for name in scenarios if name != FORWARD]
-    from compat.scenarios import select_scenarios  # imports TensorFlow: only to check the names here
-
     try:
-        select_scenarios(tuple(engine))
-    except ValueError as exc:
-        raise ValueError(f"{exc} (or `{FORWARD}` for the outputs)") from None
-    return tuple(engine)
+        return check_names(engine, SCENARIO_NAMES, "scenario", "scenarios")
+    except UnknownNameError as exc:
+        raise UnknownNameError(f"{exc} (or `{FORWARD}` for the outputs)", exc.argument) from None
 
 
 def _check_contexts(contexts: Sequence[str]) -> tuple[str, ...]:
     if isinstance(contexts, str):
         contexts = [contexts]
-    unknown = [context for context in contexts if context not in CONTEXTS]
-    if unknown or not contexts:
-        raise ValueError(f"unknown context(s) {unknown or '(none given)'}; choose from {list(CONTEXTS)}")
-    return tuple(contexts)
+    if not contexts:
+        raise UnknownNameError(f"contexts: none given; choose from {list(CONTEXTS)}", "contexts")
+    return check_names(contexts, CONTEXTS, "context", "contexts")
 
 
 def _package_root() -> str:

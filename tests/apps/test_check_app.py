@@ -63,7 +63,8 @@ def test_user_spec_file_with_an_unexpected_difference_exits_1(tmp_path, capsys):
     ("--scenarios=sideways", "unknown scenario"),
     ("--variants=custom_gradient@mars", "unknown variant"),
     ("--dtypes=int8", "unknown dtype"),
-    ("--references=autodif", "unknown reference(s) ['autodif']; choose from ['autodiff', 'finite_difference']"),
+    ("--references=autodif", "--references: unknown reference(s) ['autodif'] (did you mean `autodiff`?); choose from "
+                               "['autodiff', 'finite_difference']"),
 ])
 def test_unknown_names_are_usage_errors_listing_valid_ones(tmp_path, flag, expected):
     with pytest.raises(app.UsageError) as caught:
