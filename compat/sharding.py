@@ -65,7 +65,8 @@ def unit_label(spec: str, dtype: str) -> str:
 
 
 def load_durations(path: str | Path, flag: str = "--durations") -> dict[str, float]:
-    """unit label -> seconds from a compat-check JSON report's `units` (a merged or a shard's report too).
+    """unit label -> seconds from a JSON report's `units` (a merged or a shard's report too): compat-check's
+    (spec, dtype) units, compat-rewrite's files, compat-verify's contexts.
 
     Raises:
       ValueError: the file cannot be read or records no durations; the message names the file and `flag`.
@@ -79,12 +80,22 @@ def load_durations(path: str | Path, flag: str = "--durations") -> dict[str, flo
     if not isinstance(units, list) or not all(_is_unit(unit) for unit in units):
         raise ValueError(f"{flag}={path}: no unit durations in it (\"units\": [{{spec, dtype, seconds}}]); give a "
                          "JSON report written by this compat-check (`--format=json --output=...`)")
-    return {unit_label(unit["spec"], unit["dtype"]): float(unit["seconds"]) for unit in units}
+    return {_label(unit): float(unit["seconds"]) for unit in units}
+
+
+def _label(unit: dict[str, Any]) -> str:
+    """A compat-check unit's label, or the file (or context) of a compat-rewrite (compat-verify) report's unit."""
+    if "spec" in unit:
+        return unit_label(unit["spec"], unit["dtype"])
+    return str(unit.get("file", unit.get("context")))
 
 
 def _is_unit(unit: Any) -> bool:
-    return (isinstance(unit, dict) and isinstance(unit.get("spec"), str) and isinstance(unit.get("dtype"), str)
-            and isinstance(unit.get("seconds"), (int, float)) and not isinstance(unit.get("seconds"), bool))
+    named = isinstance(unit, dict) and (
+        (isinstance(unit.get("spec"), str) and isinstance(unit.get("dtype"), str))
+        or isinstance(unit.get("file"), str) or isinstance(unit.get("context"), str))
+    return (named and isinstance(unit.get("seconds"), (int, float))
+            and not isinstance(unit.get("seconds"), bool))
 
 
 def fingerprint(flags: Mapping[str, Any]) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "report_identity.py"
-BASE = "c726ad70489a1587fdae099228b53f96863e4270"
+BASE = "5639542865b0b892de81576ab7100ce5d3ed0d75"
 """The last commit before issue #28's restructuring of the pipeline. A change meant to alter what a report says
 moves this to the commit that makes it, and says so in its message."""
 

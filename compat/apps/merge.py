@@ -9,15 +9,20 @@ recorded seconds differ). Exit codes, as compat-check's: 0 every native variant 
 unexpected difference exists, 2 a usage error (a report that is not a shard of this gradcompat's compat-check, a
 missing or repeated shard, shards of different N, of another gradcompat or TensorFlow version or other flags,
 each naming the file). For several releases' shards, `python -m compat.releases` merges them into the matrix.
+
+The shards of `compat-rewrite --shard=K/N --format=json` and `compat-verify --shard=K/N --format=json` merge the
+same way, into the whole run's JSON (`--format=json`) or its text (`--format=table`, the default: what the tool
+prints, its diff on stdout and its lines on stderr for compat-rewrite), with the tool's exit code.
 """
 
 from __future__ import annotations
 
+import sys
+
 from absl import app, flags, logging
 
-from compat.apps._common import EXIT_USAGE, prepare_output, run_app
+from compat.apps._common import EXIT_USAGE, import_tensorflow_quietly, prepare_output, run_app
 from compat.apps._output import write_output
-from compat.reports.merged import merged_report, render_document
 
 _FORMAT = flags.DEFINE_enum("format", "table", ["table", "json", "markdown", "html"], "Report format.")
 _OUTPUT = flags.DEFINE_string("output", None, "Write the report to this file instead of stdout (checked before "
@@ -35,6 +40,13 @@ def main(argv: list[str]) -> int:
         raise _usage_error(f"--details applies to --format=table; {_FORMAT.value} reports are always whole")
     if _OUTPUT.value:
         prepare_output(_OUTPUT.value)
+    import_tensorflow_quietly()  # compat.reports and compat.releases import it: without its start-up chatter
+    from compat.reports.merged import merged_report, render_document
+    from compat.reports.merged_tools import tool_of
+
+    tool, _ = tool_of(argv[1]) if len(argv) > 1 else (None, None)
+    if tool is not None:
+        return _merge_tool(argv[1:])
     try:
         document = merged_report(argv[1:])
         text = render_document(document, _FORMAT.value, summary=not (_DETAILS.value or _OUTPUT.value))
@@ -45,6 +57,34 @@ def main(argv: list[str]) -> int:
         logging.info("wrote %s report to %s", _FORMAT.value, _OUTPUT.value)
     else:
         print(text, end="" if text.endswith("\n") else "\n")
+    exit_code: int = document["exit_code"]
+    return exit_code
+
+
+def _merge_tool(paths: list[str]) -> int:
+    """compat-rewrite's or compat-verify's shards: their whole run's report, the tool's exit code."""
+    from compat.reports.merged_tools import merged_tool_report, render_tool_document, tool_of
+
+    loaded = []
+    for path in paths:
+        tool, document = tool_of(path)
+        if document is None:
+            raise _usage_error(f"{path}: not a compat-rewrite or compat-verify JSON report; make it with "
+                               "`--shard=K/N --format=json` as the other shards")
+        loaded.append((path, document))
+    try:
+        document = merged_tool_report(loaded)
+        out, err = render_tool_document(document, _FORMAT.value)
+    except ValueError as exc:
+        raise _usage_error(str(exc)) from None
+    if _OUTPUT.value:
+        write_output(_OUTPUT.value, out + err)
+    else:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+        sys.stderr.write(err)
+    if document["tool"] == "gradcompat verify":
+        return 0 if document["ok"] else 1
     exit_code: int = document["exit_code"]
     return exit_code
 

@@ -1,7 +1,8 @@
 """compat-rewrite: migrate legacy custom gradients (Defun, RegisterGradient, override maps) to tf.custom_gradient.
 
 Usage:
-  compat-rewrite [--in-place] [--format=text|json] [--verify] [--exclude=GLOB,...] [--nodefault_excludes] PATH...
+  compat-rewrite [--in-place] [--format=text|json] [--verify] [--exclude=GLOB,...] [--nodefault_excludes]
+                 [--shard=K/N [--durations=EARLIER.json]] PATH...
 
 Without --in-place it prints a unified diff and changes nothing. Never imports TensorFlow (except for --verify).
 Exit codes (the first that applies): 3 some files skipped or failed; 4 legacy sites remain TODO (marked
@@ -9,6 +10,11 @@ Exit codes (the first that applies): 3 some files skipped or failed; 4 legacy si
 site rewritten or kept; 0 nothing to do (every site kept: valid TF2 as it is, or none). 2 usage error; 130
 Ctrl-C, 128+N stopped by signal N (e.g. 143 SIGTERM): files written so far are complete, the one being written is
 left as it was.
+
+--shard=K/N rewrites (and with --verify verifies) only shard K of the files walked, with or without --verify
+and --in-place (each CI job migrates its part of a tree); what is registered or used across files is still found
+in the whole tree, so every file gets the outcome the whole run gives it. `compat-merge` joins the shards'
+`--format=json` reports into the whole run's (its text too).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -28,7 +35,6 @@ from absl import app, flags
 from compat._version import __version__
 from compat.apps._common import (
     EXIT_FINDINGS,
-    EXIT_OK,
     EXIT_USAGE,
     import_tensorflow_quietly,
     run_app,
@@ -36,15 +42,13 @@ from compat.apps._common import (
 from compat.apps._progress import progress_on_stderr
 from compat.audit.findings import display_path
 from compat.audit.walker import DEFAULT_EXCLUDES_HELP
-from compat.rewrite import STATUSES, FileResult, rewrite_paths
-from compat.rewrite.files import DEFAULT_MAX_FILE_BYTES, _files, write_result
-from compat.rewrite.result import OUTCOMES
-from compat.rewrite.todo import PREFIX as TODO_PREFIX
+from compat.rewrite import FileResult, report, rewrite_paths
+from compat.rewrite.files import DEFAULT_MAX_FILE_BYTES, write_result
+from compat.sharding import Shard, fingerprint, load_durations, parse_shard, split
 
 EXIT_CHANGES = EXIT_FINDINGS
-EXIT_INCOMPLETE = 3  # some files were skipped or failed
-EXIT_TODO = 4  # legacy sites remain, marked TODO, for the user to migrate by hand
-_TODO_MARK = TODO_PREFIX.strip().rstrip(":")  # `# TODO(gradcompat)`
+EXIT_INCOMPLETE = report.EXIT_INCOMPLETE
+EXIT_TODO = report.EXIT_TODO
 
 _IN_PLACE = flags.DEFINE_bool(
     "in_place", False, "Write the rewrites into the files (atomically, keeping owner, group and mode); read-only "
@@ -68,6 +72,14 @@ _DEFAULT_EXCLUDES = flags.DEFINE_bool("default_excludes", True, DEFAULT_EXCLUDES
 _MAX_FILE_BYTES = flags.DEFINE_integer("max_file_bytes", DEFAULT_MAX_FILE_BYTES, "Larger files are skipped.",
                                        lower_bound=1)
 _PROGRESS = flags.DEFINE_bool("progress", None, "Show a progress bar on stderr (default: only on a terminal).")
+_SHARD = flags.DEFINE_string(
+    "shard", None, "K/N: rewrite (and --verify) only shard K (1-based) of N of the files walked, in walk order: "
+    "file i goes to shard i mod N, or balanced by --durations. Allowed with or without --verify and --in-place; "
+    "tree-wide facts (gradients registered in one file and used in another, C++ ops) still come from every file, "
+    "so each file's outcome is the whole run's. Join the shards' --format=json reports with compat-merge.")
+_DURATIONS = flags.DEFINE_string(
+    "durations", None, "With --shard: a JSON report of an earlier compat-rewrite run (whole, merged or a "
+    "shard's; its `units` hold each file's seconds): longest file first onto the least loaded shard.")
 
 # absl spells boolean flags with underscores; accept the documented `--in-place` too.
 _ALIASES = {"--in-place": "--in_place", "--noin-place": "--noin_place"}
@@ -95,32 +107,6 @@ def _write_diff(text: str) -> None:
     buffer.flush()
 
 
-def _text_line(result: FileResult) -> str:
-    sites = ", ".join(f"line {s.line} {s.pattern} {s.outcome}" for s in result.sites)
-    reason = f": {result.reason}" if result.reason else ""
-    return f"{display_path(result.path)}: {result.status}{' (written)' if result.written else ''}{reason}" + (
-        f" [{sites}]" if sites else "")
-
-
-def _summary(results: Sequence[FileResult]) -> dict[str, Any]:
-    counts = {status: sum(1 for r in results if r.status == status) for status in STATUSES}
-    sites = [s for r in results for s in r.sites]
-    return {"files": len(results), **counts, "sites": len(sites),
-            **{f"sites_{outcome}": sum(1 for s in sites if s.outcome == outcome) for outcome in OUTCOMES}}
-
-
-def _summary_line(summary: dict[str, Any]) -> str:
-    skipped_sites = f", {summary['sites_skipped']} in skipped files" if summary["sites_skipped"] else ""
-    line = (f"compat-rewrite: {summary['files']} files: {summary['rewritten']} rewritten, {summary['todo']} with "
-            f"TODO comments only, {summary['unchanged']} unchanged, {summary['skipped']} skipped, "
-            f"{summary['failed']} failed; {summary['sites']} legacy sites: {summary['sites_rewritten']} rewritten, "
-            f"{summary['sites_kept']} kept (valid TF2 as they are), {summary['sites_todo']} TODO{skipped_sites}\n")
-    if summary["sites_todo"]:
-        line += (f"compat-rewrite: {summary['sites_todo']} legacy sites are left for you to migrate by hand: see "
-                 f"the `{_TODO_MARK}` comments above them (exit {EXIT_TODO} until they are gone)\n")
-    return line
-
-
 def _entries() -> Any:
     """--entries parsed (None when not given); a malformed value, or an unknown --scenarios name, is a usage error
     saying the format."""
@@ -141,19 +127,22 @@ def _entries() -> Any:
     return entries
 
 
-def _verify(results: Sequence[FileResult], entries: Any) -> dict[str, Any]:
-    """Each proposed rewrite against its file as it is on disk (never yet written)."""
+def _verify(results: Sequence[FileResult], entries: Any, seconds: dict[str, float]) -> dict[str, Any]:
+    """Each proposed rewrite against its file as it is on disk (never yet written); its seconds added to the
+    file's in `seconds`."""
     from compat.verify import verify_rewrite
 
     reports: dict[str, Any] = {}
     for result in results:
         if result.status == "rewritten" and not result.written:
+            started = time.monotonic()
             try:
                 reports[result.path] = verify_rewrite(os.path.abspath(result.path), result.rewritten,
                                                       _entries_for(result.original, entries),
                                                       scenarios=_SCENARIOS.value)
             except Exception as e:  # noqa: BLE001 - one file's failure is its result, not the end of the run
                 reports[result.path] = f"verification could not run: {type(e).__name__}: {e}"
+            seconds[result.path] = seconds.get(result.path, 0.0) + time.monotonic() - started
     return reports
 
 
@@ -177,36 +166,16 @@ def _write_proven(results: list[FileResult], verified: dict[str, Any]) -> list[F
     """--in-place --verify: write the rewrites verify proved; the others are skipped, their files untouched."""
     written = []
     for result in results:
-        if result.path in verified and not _verified(verified[result.path]):
+        if result.path in verified and not report.verified(verified[result.path]):
             result = dataclasses.replace(result, status="skipped",
                                          reason="not written: --verify did not prove the rewrite equivalent")
         written.append(write_result(result, _MAX_FILE_BYTES.value))
     return written
 
 
-def _verify_line(path: str, report: Any) -> str:
-    if isinstance(report, str):
-        return f"{path}: verify: NOT proven equivalent: {report}\n"
-    notes = "".join(f"{path}: verify: note: `{entry}`: {note}\n" for entry, note in report.notes.items())
-    if report.ok:
-        return f"{path}: verify: equivalent ({report.summary()})\n{notes}"
-    return f"{path}: verify: NOT proven equivalent ({report.summary()})\n{report.render_text()}"
-
-
-def _verified(report: Any) -> bool:
-    return not isinstance(report, str) and bool(getattr(report, "ok", False))
-
-
 def exit_code(results: Sequence[FileResult]) -> int:
-    """3 some files skipped or failed; else 4 TODO sites remain; else 1 changes proposed or made; else 0 (every
-    site is `kept`, valid TF2 as it is, or there is none)."""
-    if any(r.status in ("skipped", "failed") for r in results):
-        return EXIT_INCOMPLETE
-    if any(s.outcome == "todo" for r in results for s in r.sites):
-        return EXIT_TODO
-    if any(r.status in ("rewritten", "todo") for r in results):
-        return EXIT_CHANGES
-    return EXIT_OK
+    """3 some files skipped or failed; else 4 TODO sites remain; else 1 changes proposed or made; else 0."""
+    return report.exit_code_of([r.as_dict() for r in results])
 
 
 class _Stopped(BaseException):
@@ -244,79 +213,131 @@ def _paths(argv: Sequence[str]) -> list[str]:
     return paths
 
 
-def _rewrite(paths: list[str], excluded: list[str]) -> list[FileResult]:
-    """Every file's result; directories the default excludes kept the walk out of are added to `excluded`."""
+def _selection(paths: list[str]) -> Any:
+    """--shard as `rewrite_paths`' `select`: this shard's files of those walked (None: every file)."""
+    if _SHARD.value is None:
+        return None
+    shard = _shard()
+    durations = load_durations(_DURATIONS.value) if _DURATIONS.value else None
+
+    def select(files: list[str]) -> list[str]:
+        labels = [display_path(path) for path in files]
+        return [files[i] for i in split(labels, shard.count, durations)[shard.index - 1]]
+    return select
+
+
+def _shard() -> Shard:
+    try:
+        return parse_shard(_SHARD.value or "")
+    except ValueError as e:
+        raise app.UsageError(str(e), exitcode=EXIT_USAGE) from None
+
+
+def _rewrite(paths: list[str], excluded: list[str], seconds: dict[str, float], walked: list[str],
+             chosen: Any) -> list[FileResult]:
+    """This run's (shard's) results, each file's seconds in `seconds`, every file walked in `walked`; the
+    directories the default excludes kept the walk out of are added to `excluded`."""
     excludes = [p.strip() for value in _EXCLUDE.value for p in value.split(",") if p.strip()]
     defaults = _DEFAULT_EXCLUDES.value
     progress = progress_on_stderr("compat-rewrite", _PROGRESS.value, lines_by_default=False)
-    try:
+
+    def select(files: list[str]) -> list[str]:
+        walked.extend(files)
+        mine = chosen(files) if chosen else files
         if progress:
-            progress.start(sum(1 for _ in _files(paths, excludes, default_excludes=defaults)), "files")
+            progress.start(len(mine), "files")
+        return mine
+    clock = [time.monotonic()]
+
+    def on_file(result: FileResult) -> None:
+        now = time.monotonic()
+        seconds[result.path], clock[0] = now - clock[0], now
+        if progress:
+            progress.advance(result.path)
+    try:
         return list(rewrite_paths(paths, in_place=_IN_PLACE.value and not _VERIFY.value, excludes=excludes,
                                   default_excludes=defaults, max_file_bytes=_MAX_FILE_BYTES.value,
-                                  on_file=(lambda r: progress.advance(r.path)) if progress else None,
-                                  on_default_excluded=excluded.append))
+                                  on_file=on_file, on_default_excluded=excluded.append, select=select))
     finally:
         if progress:
             progress.close()
 
 
-def _write_json(results: Sequence[FileResult], summary: dict[str, Any], verified: dict[str, Any],
-                excluded: Sequence[str], code: int) -> None:
-    document = {"tool": "compat-rewrite", "version": __version__, "in_place": _IN_PLACE.value,
-                "summary": summary, "exit_code": code,
-                "default_excluded": [display_path(path) for path in excluded],
-                "files": [r.as_dict() for r in results]}
-    if verified:
-        document["verify"] = {display_path(path): _as_json(report) for path, report in verified.items()}
-    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+def _run_flags(paths: Sequence[str]) -> dict[str, Any]:
+    """The flags that shape the results (not --shard, --durations, --format or --progress), and their fingerprint."""
+    values = {"paths": list(paths), "in_place": _IN_PLACE.value, "verify": _VERIFY.value, "entries": _ENTRIES.value,
+              "scenarios": _SCENARIOS.value, "exclude": list(_EXCLUDE.value),
+              "default_excludes": _DEFAULT_EXCLUDES.value, "max_file_bytes": _MAX_FILE_BYTES.value}
+    return {"flags": values, "fingerprint": fingerprint(values)}
 
 
-def _write_text(results: Sequence[FileResult], verified: dict[str, Any], excluded: Sequence[str]) -> None:
+def _document(results: Sequence[FileResult], verified: dict[str, Any], excluded: Sequence[str],
+              paths: Sequence[str], seconds: dict[str, float], walked: Sequence[str]) -> dict[str, Any]:
+    """The run's JSON document; the text report is rendered from it (compat.rewrite.report.render_text)."""
+    files = [r.as_dict() for r in results]
+    document: dict[str, Any] = {
+        "tool": "compat-rewrite", "version": __version__, "in_place": _IN_PLACE.value, "run": _run_flags(paths),
+        "summary": report.summary_of(files), "exit_code": report.exit_code_of(files, verified),
+        "default_excluded": [display_path(path) for path in excluded], "files": files,
+        "units": [{"file": display_path(r.path), "seconds": round(seconds.get(r.path, 0.0), 3)} for r in results]}
     if not _IN_PLACE.value:
-        _write_diff("".join(_diff(r) for r in results if r.status in ("rewritten", "todo")))
-    for result in results:
-        if result.status != "unchanged" or result.sites:
-            sys.stderr.write(_text_line(result) + "\n")
-    for path, report in verified.items():
-        sys.stderr.write(_verify_line(path, report))
-    if excluded:
-        shown = ", ".join(display_path(path) for path in excluded)
-        sys.stderr.write(f"compat-rewrite: not walked (default excludes; --nodefault_excludes walks them, naming a "
-                         f"directory walks it): {shown}\n")
+        document["diffs"] = {display_path(r.path): _diff(r) for r in results if r.status in ("rewritten", "todo")}
+    if verified:
+        document["verify"] = {display_path(path): _as_json(result) for path, result in verified.items()}
+    if _SHARD.value is not None:
+        shard = _shard()
+        document["shard"] = {"index": shard.index, "count": shard.count,
+                             "files": [display_path(path) for path in walked]}
+    return document
 
 
 def main(argv: Sequence[str]) -> int:
     paths = _paths(argv)
+    if _SHARD.value is not None:
+        _shard()
+    if _DURATIONS.value is not None and _SHARD.value is None:
+        raise app.UsageError("--durations only applies with --shard (it balances the shards)", exitcode=EXIT_USAGE)
     entries = _entries() if _VERIFY.value else None
     excluded: list[str] = []
+    seconds: dict[str, float] = {}
+    walked: list[str] = []
+    try:
+        chosen = _selection(paths)  # a bad --durations file is a usage error before any work
+    except ValueError as e:
+        raise app.UsageError(str(e), exitcode=EXIT_USAGE) from None
     try:
         with _signals_stop_the_run():
-            results = _rewrite(paths, excluded)
-            verified = _verify(results, entries) if _VERIFY.value else {}
+            results = _rewrite(paths, excluded, seconds, walked, chosen)
+            verified = _verify(results, entries, seconds) if _VERIFY.value else {}
             if _VERIFY.value and _IN_PLACE.value:
                 results = _write_proven(results, verified)
     except _Stopped as stopped:
         sys.stderr.write(f"compat-rewrite: stopped by {signal.Signals(stopped.signum).name}: the files written "
                          "so far are complete, the one being written was left as it was\n")
         return 128 + stopped.signum
-    summary = _summary(results)
-    unproven = any(not _verified(r) for r in verified.values())
-    code = EXIT_INCOMPLETE if unproven else exit_code(results)
+    document = _document(results, verified, excluded, paths, seconds, walked)
     if _FORMAT.value == "json":
-        _write_json(results, summary, verified, excluded, code)
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        sys.stderr.write(report.summary_line(document["summary"]))
+        if any(not report.verified(r) for r in verified.values()):
+            sys.stderr.write("compat-rewrite: --verify: some rewrites were not proven equivalent (see above)\n")
     else:
-        _write_text(results, verified, excluded)
-    sys.stderr.write(_summary_line(summary))
-    if unproven:
-        sys.stderr.write("compat-rewrite: --verify: some rewrites were not proven equivalent (see above)\n")
+        out, err = report.render_text(document, _verify_report)
+        _write_diff(out)
+        sys.stderr.write(err)
+    code: int = document["exit_code"]
     return code
 
 
-def _as_json(report: Any) -> Any:
-    if hasattr(report, "as_dict"):
-        return report.as_dict()
-    return str(report)
+def _verify_report(document: dict[str, Any]) -> Any:
+    from compat.verify import VerifyReport
+
+    return VerifyReport.from_json(document)
+
+
+def _as_json(result: Any) -> Any:
+    """A VerifyReport's JSON document (`to_json`), or why verification could not run."""
+    return result.to_json() if hasattr(result, "to_json") else str(result)
 
 
 def run() -> None:

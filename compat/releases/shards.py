@@ -38,8 +38,7 @@ def join_shards(loaded: Sequence[Loaded]) -> list[Loaded]:
 def join_run(shards: Sequence[Loaded]) -> dict[str, Any]:
     """The whole run's report from all N shards of it, identical to what the run unsharded writes (but for each
     unit's seconds): cells and skips in report order, the summary, verdict and exit code of them all."""
-    _same_run(shards)
-    ordered = _complete(shards)
+    ordered = ordered_shards(shards)
     first = ordered[0][1]
     units = _units(ordered)
     cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -72,13 +71,20 @@ def join_run(shards: Sequence[Loaded]) -> dict[str, Any]:
     return whole
 
 
+def ordered_shards(shards: Sequence[Loaded], command: str = "compat-check") -> list[Loaded]:
+    """All N shards of one run in index order; ValueError naming the file whose N, version or flags differ from
+    the first shard's, or a repeated or missing shard, and saying how to rerun it with `command`."""
+    _same_run(shards, command)
+    return _complete(shards, command)
+
+
 _SAME = (("version", "gradcompat version", "run every shard with the same gradcompat"),
          ("tensorflow", "TensorFlow version", "run every shard in the same environment"),
-         ("run", "flags", "run every shard with the same flags (--specs, --scenarios, --variants, --dtypes, "
-                          "--reference, --loss, --max_array_elements), only --shard differing"))
+         ("run", "flags", "run every shard with the same flags ({flags}), only --shard differing"))
+_CHECK_FLAGS = "--specs, --scenarios, --variants, --dtypes, --reference, --loss, --max_array_elements"
 
 
-def _same_run(shards: Sequence[Loaded]) -> None:
+def _same_run(shards: Sequence[Loaded], command: str) -> None:
     """Raise ValueError naming the file whose N, version or flags differ from the first shard's."""
     first_path, first = shards[0]
     for path, report in shards[1:]:
@@ -88,7 +94,8 @@ def _same_run(shards: Sequence[Loaded]) -> None:
         for key, what, fix in _SAME:
             if report.get(key) != first.get(key):
                 raise ValueError(f"{path}: its {what} ({_shown(key, report)}) is not {first_path}'s "
-                                 f"({_shown(key, first)}): shards of other runs cannot be merged; {fix}")
+                                 f"({_shown(key, first)}): shards of other runs cannot be merged; "
+                                 + fix.format(flags=_CHECK_FLAGS if command == "compat-check" else "paths too"))
 
 
 def _shown(key: str, report: dict[str, Any]) -> str:
@@ -100,7 +107,7 @@ def _name(report: dict[str, Any]) -> str:
     return f"{report['shard']['index']}/{report['shard']['count']}"
 
 
-def _complete(shards: Sequence[Loaded]) -> list[Loaded]:
+def _complete(shards: Sequence[Loaded], command: str) -> list[Loaded]:
     """The shards in index order; ValueError naming a repeated or a missing shard."""
     count = shards[0][1]["shard"]["count"]
     by_index: dict[int, Loaded] = {}
@@ -114,9 +121,9 @@ def _complete(shards: Sequence[Loaded]) -> list[Loaded]:
     missing = [index for index in range(1, count + 1) if index not in by_index]
     if missing:
         given = ", ".join(str(path) for path, _ in shards)
-        raise ValueError(f"shard {missing[0]}/{count} of release {shards[0][1]['release']} is missing (given: "
-                         f"{given}): run `compat-check --shard={missing[0]}/{count} --format=json` with the "
-                         "same flags and pass its report too")
+        release = f" of release {shards[0][1]['release']}" if "release" in shards[0][1] else ""
+        raise ValueError(f"shard {missing[0]}/{count}{release} is missing (given: {given}): run `{command} "
+                         f"--shard={missing[0]}/{count} --format=json` with the same flags and pass its report too")
     return [by_index[index] for index in sorted(by_index)]
 
 

@@ -167,6 +167,7 @@ def rewrite_paths(
     paths: Iterable[str], *, in_place: bool = False, excludes: Iterable[str] = (), default_excludes: bool = True,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, on_file: Callable[[FileResult], None] | None = None,
     on_default_excluded: Callable[[str], None] | None = None,
+    select: Callable[[list[str]], Iterable[str]] | None = None,
 ) -> Iterator[FileResult]:
     """Rewrite every `.py` file under `paths` (files given explicitly whatever their suffix), in order.
 
@@ -174,6 +175,8 @@ def rewrite_paths(
     a directory are not entered (`compat.audit.walker.DEFAULT_EXCLUDES`; each is passed to
     `on_default_excluded`); a path given in `paths` is always rewritten. A map using a gradient registered in
     another file of `paths` is rewritten with it where that is provably the same function (`compat.rewrite.tree`).
+    `select` (a shard's part, `compat-rewrite --shard`) gets every file walked, in order, and says which to
+    rewrite; the tree-wide facts are still those of every file, so each file's result is the whole run's.
     """
     paths = list(paths)
     files = list(_files(paths, excludes, default_excludes=default_excludes, on_default_excluded=on_default_excluded))
@@ -184,7 +187,10 @@ def rewrite_paths(
     native_ops = registered_op_types(paths, excludes, default_excludes=default_excludes) if any(
         a.registrations for a in audits) else {}
     facts = TreeFacts.of(audits, native_ops)
+    chosen = set(select(list(files))) if select is not None else None
     for path in files:
+        if chosen is not None and path not in chosen:
+            continue
         result = rewrite_file(path, in_place=in_place, max_file_bytes=max_file_bytes, registry=registry,
                               facts=facts)
         if on_file is not None:

@@ -45,6 +45,13 @@ class VerifyCell:
                 "upstream_differences": [_difference_json(d) for d in self.upstream_differences]}
 
 
+def _difference(document: dict[str, Any]) -> Difference:
+    index = document.get("index")
+    return Difference(kind=document["kind"], where=document["where"], detail=document["detail"],
+                      max_abs=document.get("max_abs"), max_rel=document.get("max_rel"),
+                      index=tuple(index) if index is not None else None)
+
+
 def _difference_json(difference: Difference) -> dict[str, Any]:
     document: dict[str, Any] = {"kind": difference.kind, "where": difference.where, "detail": difference.detail,
                                 "breaking": difference.breaking}
@@ -131,6 +138,20 @@ class VerifyReport:
                 "summary": self.counts(), "compared": self.counts()["same"], "cell_count": len(self.cells),
                 "uncompared": list(self.uncompared()), "notes": self.notes, "not_verified": self.not_verified,
                 "elapsed_s": round(self.elapsed_s, 3), "cells": [cell.to_json() for cell in self.cells]}
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> VerifyReport:
+        """The report `to_json` wrote (its `elapsed_s` rounded to the millisecond), e.g. to render it again."""
+        cells = tuple(VerifyCell(
+            entry=c["entry"], scenario=c["scenario"], context=c["context"], status=c["status"],
+            differences=tuple(_difference(d) for d in c["differences"]), message=c["message"],
+            upstream=c["upstream"], upstream_differences=tuple(_difference(d) for d in c["upstream_differences"]))
+            for c in document["cells"])
+        return cls(original=document["original"], rewritten=document["rewritten"],
+                   entries=tuple(document["entries"]), scenarios=tuple(document["scenarios"]),
+                   contexts=tuple(document["contexts"]), cells=cells, tensorflow=document["tensorflow"],
+                   elapsed_s=document["elapsed_s"], notes=dict(document["notes"]),
+                   not_verified=dict(document["not_verified"]))
 
     def summary(self) -> str:
         """"EQUIVALENT: 30 of 34 cells compared, all the same; 4 skipped (...)" or why not."""
