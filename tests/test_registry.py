@@ -17,7 +17,8 @@ def _fresh(code: str) -> str:
 
 @pytest.mark.parametrize("module", ["compat.registry", "compat.variants", "compat.apps._names", "compat.reports",
                                     "compat.reports.table", "compat.reports.markdown", "compat.reports.html",
-                                    "compat.verify"])
+                                    "compat.verify", "compat.rewrite", "compat.sharding", "compat.releases",
+                                    "compat.reports.merged", "compat.reports.merged_tools", "compat.child"])
 def test_names_and_rendering_import_without_tensorflow(module):
     assert _fresh(f"import sys, {module}; print('tensorflow' in sys.modules)") == "False"
 
