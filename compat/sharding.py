@@ -64,22 +64,23 @@ def unit_label(spec: str, dtype: str) -> str:
     return f"{spec} {dtype}"
 
 
-def load_durations(path: str | Path, flag: str = "--durations") -> dict[str, float]:
+def load_durations(path: str | Path, flag: str = "--durations", command: str = "compat-check") -> dict[str, float]:
     """unit label -> seconds from a JSON report's `units` (a merged or a shard's report too): compat-check's
     (spec, dtype) units, compat-rewrite's files, compat-verify's contexts.
 
     Raises:
-      ValueError: the file cannot be read or records no durations; the message names the file and `flag`.
+      ValueError: the file cannot be read or records no durations; the message names the file and `flag`, and
+        says to give a report `command` wrote.
     """
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{flag}={path}: not a readable JSON report ({exc}); give a report written by "
-                         "`compat-check --format=json`") from None
+                         f"`{command} --format=json`") from None
     units = data.get("units") if isinstance(data, dict) else None
     if not isinstance(units, list) or not all(_is_unit(unit) for unit in units):
         raise ValueError(f"{flag}={path}: no unit durations in it (\"units\": [{{spec, dtype, seconds}}]); give a "
-                         "JSON report written by this compat-check (`--format=json --output=...`)")
+                         f"JSON report written by this {command} (`--format=json --output=...`)")
     return {_label(unit): float(unit["seconds"]) for unit in units}
 
 

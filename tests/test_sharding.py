@@ -48,6 +48,8 @@ def test_durations_come_from_a_reports_units_and_a_bad_file_names_the_flag(tmp_p
         load_durations(report)
     with pytest.raises(ValueError, match=r"--durations=.*missing\.json: not a readable JSON report"):
         load_durations(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match=r"written by this compat-rewrite \(`--format=json"):
+        load_durations(report, command="compat-rewrite")
 
 
 def test_the_fingerprint_depends_on_the_flags_not_their_order():

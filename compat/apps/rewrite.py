@@ -218,7 +218,7 @@ def _selection(paths: list[str]) -> Any:
     if _SHARD.value is None:
         return None
     shard = _shard()
-    durations = load_durations(_DURATIONS.value) if _DURATIONS.value else None
+    durations = load_durations(_DURATIONS.value, command="compat-rewrite") if _DURATIONS.value else None
 
     def select(files: list[str]) -> list[str]:
         labels = [display_path(path) for path in files]
