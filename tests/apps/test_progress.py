@@ -3,9 +3,22 @@
 import io
 import os
 import pty
+import select
 
 from compat.apps import _progress
 from compat.apps._progress import LineProgress, TerminalProgress, progress_on_stderr
+
+
+def _drain(leader: int) -> str:
+    """Everything written to the terminal so far: one read of a pty returns only what one write delivered when the
+    machine is busy, so read until it stays quiet for half a second."""
+    chunks = []
+    while select.select([leader], [], [], 0.5)[0]:
+        chunk = os.read(leader, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def test_lines_name_each_phase_then_come_at_most_once_per_interval_and_at_the_end(monkeypatch):
@@ -78,7 +91,7 @@ def test_the_choice_follows_the_flag_and_whether_stderr_is_a_terminal():
             progress.advance("first")
             progress.advance("second")
             progress.close()
-        drawn = os.read(leader, 65536).decode(errors="replace")
+        drawn = _drain(leader)
     finally:
         os.close(leader)
         os.close(follower)
@@ -101,7 +114,7 @@ def test_the_bar_stays_visible_while_its_streams_descriptor_points_elsewhere(tmp
                     os.close(saved)
             progress.phase("loading specs")  # what the bar shows when it stops
             progress.close()
-        drawn = os.read(leader, 65536).decode(errors="replace")
+        drawn = _drain(leader)
     finally:
         os.close(leader)
         os.close(follower)
