@@ -87,23 +87,25 @@ def test_the_child_leads_its_own_session_so_a_group_kill_spares_the_parent():
     assert kill_group(child) == -signal.SIGKILL  # twice is harmless: the reaped pid is never signalled
 
 
+def _run_to_its_end(tmp_path: Path, argv: list[str], seconds: float) -> tuple[int | None, Path]:
+    """(exit code, the file its stderr went to) of a child started with `argv`, waited for `seconds` at most."""
+    stderr_path = tmp_path / "child.stderr"
+    with open(stderr_path, "wb") as stderr:
+        child = start(argv, stderr=stderr)
+    return wait_until(child, time.monotonic() + seconds), stderr_path
+
+
 def test_an_abort_is_reported_by_its_signal_with_the_fatal_line_quoted(tmp_path):
     code = ("import os, sys; sys.stderr.write('F0000 00:00:00.000000   123 op.cc:42] Check failed: x == y\\n'"
             " + 'stack frame\\n' * 20); sys.stderr.flush(); os.abort()")
-    stderr_path = tmp_path / "child.stderr"
-    with open(stderr_path, "wb") as stderr:
-        child = start([sys.executable, "-c", code], stderr=stderr)
-    exit_code = wait_until(child, time.monotonic() + 60)
+    exit_code, stderr_path = _run_to_its_end(tmp_path, [sys.executable, "-c", code], 60)
     assert describe_exit(exit_code) == "was killed by SIGABRT"
     assert fatal_or_tail(stderr_path) == "; fatal: F0000 00:00:00.000000   123 op.cc:42] Check failed: x == y"
 
 
 def test_a_segfault_is_reported_by_its_signal_with_python_s_fatal_error_quoted(tmp_path):
-    stderr_path = tmp_path / "child.stderr"
-    with open(stderr_path, "wb") as stderr:
-        child = start([sys.executable, "-X", "faulthandler", "-c", "import ctypes; ctypes.string_at(0)"],
-                      stderr=stderr)
-    exit_code = wait_until(child, time.monotonic() + 60)
+    argv = [sys.executable, "-X", "faulthandler", "-c", "import ctypes; ctypes.string_at(0)"]
+    exit_code, stderr_path = _run_to_its_end(tmp_path, argv, 60)
     assert describe_exit(exit_code) == "was killed by SIGSEGV"
     assert fatal_or_tail(stderr_path).startswith("; fatal: Fatal Python error: Segmentation fault")
 
@@ -111,10 +113,8 @@ def test_a_segfault_is_reported_by_its_signal_with_python_s_fatal_error_quoted(t
 def test_megabytes_on_stderr_neither_block_the_child_nor_the_message(tmp_path):
     code = ("import sys; sys.stderr.write(('x' * 999 + '\\n') * 20_000 + 'y' * 5000 + '\\nthe last words\\n'); "
             "sys.exit(3)")
-    stderr_path = tmp_path / "child.stderr"
-    with open(stderr_path, "wb") as stderr:
-        child = start([sys.executable, "-c", code], stderr=stderr)
-    assert wait_until(child, time.monotonic() + 120) == 3  # no pipe to fill: the child never blocks
+    exit_code, stderr_path = _run_to_its_end(tmp_path, [sys.executable, "-c", code], 120)
+    assert exit_code == 3  # no pipe to fill: the child never blocks
     assert stderr_path.stat().st_size > 20_000_000
     lines = stderr_tail(stderr_path)
     assert lines[-1] == "the last words" and len(lines) == 3
