@@ -1,10 +1,10 @@
-"""Benchmark: the check matrix (`compat.matrix.check`) against the same gradients in bare TensorFlow, and
+"""Benchmark: the check matrix (`compat.checker.check`) against the same gradients in bare TensorFlow, and
 `compat-check` itself in one process and in worker processes.
 
 Run: `python benchmarks/check_matrix.py [--repeats=3] [--dtypes=float32,float16] [--jobs=1,2] [--profile]`.
 
 One process, in this one:
-(a) *harness*: `compat.matrix.check` on every spec in CATALOGUE (found at run time), all scenarios, all
+(a) *harness*: `compat.checker.check` on every spec in CATALOGUE (found at run time), all scenarios, all
     variants, the default reference: probes, output signatures, validation, comparison, the report.
 (b) *baseline* (benchmarks/baseline/: one module per mechanism group and context group): the same gradient
     computations written as a user would, with no harness: for each spec x dtype
@@ -61,9 +61,9 @@ from baseline.plan import BASELINE_CONTEXTS, SAVED_CONTEXTS, plan, run_baseline 
 from baseline.saved_model import SYMBOLIC  # noqa: E402
 
 from compat.catalogue import CATALOGUE  # noqa: E402
+from compat.checker import CheckReport, check  # noqa: E402
 from compat.contexts import CONTEXTS  # noqa: E402
 from compat.dtypes import DTYPES  # noqa: E402
-from compat.matrix import CheckReport, check  # noqa: E402
 from compat.mechanisms import MECHANISMS  # noqa: E402
 from compat.scenarios import SCENARIOS  # noqa: E402
 from compat.workers import usable_cpus  # noqa: E402

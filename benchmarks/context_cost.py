@@ -1,7 +1,7 @@
 """Benchmark: what each execution context costs, the catalogue through its four variants, in one process.
 
 Run: `python benchmarks/context_cost.py [--contexts=eager_tape,recompute_grad,...]` (default: every context but the
-distributed ones). Each line is one `compat.matrix.check` of the whole catalogue (float32, every scenario) with
+distributed ones). Each line is one `compat.checker.check` of the whole catalogue (float32, every scenario) with
 `--variants='*@<context>'` (the reference variant runs too, the same for every line), with wall and CPU seconds of
 this process and the load average: CPU seconds are what to compare on a shared machine. This is how the issue #26
 contexts were sorted into default and opt-in (a context costing several times a tape's CPU is opt-in).
@@ -26,8 +26,8 @@ _CONTEXTS = flags.DEFINE_list("contexts", None, "Contexts to time (default: all 
 def main(argv: list[str]) -> int:
     del argv
     from compat.catalogue import CATALOGUE
+    from compat.checker import check
     from compat.contexts import ALL_CONTEXTS
-    from compat.matrix import check
 
     contexts = _CONTEXTS.value or [name for name in ALL_CONTEXTS if name not in _DISTRIBUTED]
     specs = [factory() for factory in CATALOGUE.values()]

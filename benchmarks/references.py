@@ -30,7 +30,7 @@ _TARGET = flags.DEFINE_float("target", 0.30, "The largest allowed (references ti
 
 def _time_spec(name: str) -> tuple[float, float, int]:
     """(seconds of the check without references, seconds of the references on its cells, cells)."""
-    from compat.matrix import check
+    from compat.checker import check
     from compat.references import DEFAULT_REFERENCES, compute
     from compat.references.base import check_cell
     from compat.scenarios import SCENARIOS

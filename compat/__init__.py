@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     # each lazily. tests/test_public_api.py checks this block and `_EXPORTS` name the same things.
     from compat import audit, distribute, registry, reports, rewrite, testing, verify  # noqa: F401
     from compat.catalogue import CATALOGUE  # noqa: F401
-    from compat.checker import Difference, compare  # noqa: F401
+    from compat.checker import Cell, CheckReport, check  # noqa: F401
+    from compat.comparison import Difference, compare  # noqa: F401
     from compat.composite import RaggedArray, SparseArray  # noqa: F401
     from compat.contexts import CONTEXTS  # noqa: F401
     from compat.downstream import Downstream  # noqa: F401
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from compat.errors import Error, UnknownNameError  # noqa: F401
     from compat.gradient_override import GradientOverride, GradientOverrideError, override_gradients  # noqa: F401
     from compat.loading import SpecLoadError, load_specs  # noqa: F401
-    from compat.matrix import Cell, CheckReport, check  # noqa: F401
     from compat.mechanisms import MECHANISMS  # noqa: F401
     from compat.override_context import gradient_override_map  # noqa: F401
     from compat.reports import render  # noqa: F401
@@ -63,11 +63,11 @@ _EXPORTS: dict[str, str] = {
     "DTYPES": "compat.dtypes",
     "TOLERANCES": "compat.dtypes",
     "CATALOGUE": "compat.catalogue",
-    "check": "compat.matrix",
-    "CheckReport": "compat.matrix",
-    "Cell": "compat.matrix",
-    "Difference": "compat.checker",
-    "compare": "compat.checker",
+    "check": "compat.checker",
+    "CheckReport": "compat.checker",
+    "Cell": "compat.checker",
+    "Difference": "compat.comparison",
+    "compare": "compat.comparison",
     "render": "compat.reports",
     "load_specs": "compat.loading",
     "assert_native_variants_agree": "compat.testing._native",

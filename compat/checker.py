@@ -1,226 +1,325 @@
-"""The equivalence checker: compare each variant's result with a reference and classify every difference."""
+"""The check matrix: specs × dtypes × scenarios × variants, each cell compared with a reference variant."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Literal, TypeGuard, cast
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-import numpy as np
+import tensorflow as tf
 
-from compat.dtypes import tolerance_for
-from compat.results import Upstream, VariantResult
-
-DifferenceKind = Literal["none_vs_zeros", "sparse_vs_dense", "static_shape", "shape", "dtype", "values", "count",
-                         "calls", "contract", "not_called", "unsupported", "error", "not_observable",
-                         "compute_dtype", "zero_calls", "zeros_shape"]
-CellStatus = Literal["same", "differs", "not_called", "unsupported", "error", "not_observable"]
-
-DEFAULT_REFERENCE = "defun_grad_func@v1_session"
-"""The variant cells are compared with unless another is chosen: the legacy mechanism, used as documented."""
-
-REPRESENTATION_KINDS: frozenset[str] = frozenset({"none_vs_zeros", "sparse_vs_dense", "static_shape", "compute_dtype",
-                                                  "zero_calls", "zeros_shape"})
-"""Differences in how the same values are handed over: None for zeros, IndexedSlices for a dense tensor, a
-static shape known in one variant and not in the other (unknown rank inside a Defun body; code that
-branches on `dy.shape` takes another path there), float16 under a mixed-precision policy, or extra calls
-that receive only zero upstreams (TensorFlow differentiating a backward function again for second order), or
-zeros of another shape for an integer output (which has no gradient; a loaded SavedModel hands over [1, n]).
-They break a gradient function only if it cannot take that form (it then shows as an `error` cell) or has
-side effects (an extra call runs them again); the values the model learns from are compared apart."""
+from compat.comparison import DEFAULT_REFERENCE, CellStatus, Difference, cell_status, compare
+from compat.distribute.compare import compare_distributed, references
+from compat.dtypes import DTYPES, TOLERANCES, cast_spec
+from compat.probe import UserCodeError, describe_exception, user_exception
+from compat.references import compute, select_references
+from compat.references.base import ForwardCheck, ForwardValue, check_cell
+from compat.registry import check_names
+from compat.results import VariantResult
+from compat.runner import run_matrix
+from compat.scenarios import Scenario, select_scenarios
+from compat.sharding import Shard, split, unit_label
+from compat.signature import output_signature
+from compat.spec import GradientSpec
+from compat.variants import NATIVE_VARIANTS, is_native, parse_variant, select
 
 
 @dataclasses.dataclass(frozen=True)
-class Difference:
-    """One way a variant differs from the reference; `where` is `status`, `upstream[i]` or `input_grad[i]`."""
+class Cell:
+    """One spec, scenario, dtype and variant, with its verdict against the reference variant."""
 
-    kind: DifferenceKind
-    where: str
-    detail: str
-    max_abs: float | None = None
-    max_rel: float | None = None
-    index: tuple[int, ...] | None = None
+    spec: str
+    scenario: str
+    dtype: str
+    variant: str
+    native: bool
+    status: CellStatus
+    differences: tuple[Difference, ...]
+    result: VariantResult
+    reference: str
+    unexpected: bool
+    """A native variant that fails, or disagrees with the reference in a way that can change what is learned."""
+    forward: tuple[ForwardCheck, ...] = ()
+    """The cell's input gradients against each reference that is the forward itself (`autodiff`,
+    `finite_difference`): what the custom gradient changes. Never part of `unexpected`."""
 
     @property
-    def breaking(self) -> bool:
-        """Whether it can change what a model learns (anything but a representation difference)."""
-        return self.kind not in REPRESENTATION_KINDS and self.kind != "not_observable"  # unknown, not changed
+    def mechanism(self) -> str:
+        return self.result.mechanism
 
-    def as_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "detail": f"{self.where}: {self.detail}"}
-
-
-def cell_status(result: VariantResult, differences: Sequence[Difference]) -> CellStatus:
-    if result.status != "ok":
-        return result.status
-    return "differs" if differences else "same"
+    @property
+    def context(self) -> str:
+        return self.result.context
 
 
-def compare(result: VariantResult, reference: VariantResult) -> tuple[Difference, ...]:
-    """Every difference between `result` and `reference`: status, contract, every call's upstreams (a
-    different number of calls or of upstreams is a difference too), and the input gradients."""
-    differences: list[Difference] = []
-    if result.status != reference.status:
-        kind = cast(DifferenceKind, result.status if result.status != "ok" else reference.status)
-        differences.append(Difference(kind, "status", f"{result.status} here, {reference.status} in the reference"
-                                      + (f" ({result.message})" if result.message else "")))
-    differences += [Difference("contract", "gradient", f"TensorFlow {_verb(result)} a gradient that breaks the "
-                                                       f"contract: {problem}") for problem in result.violations]
-    if result.calls and reference.calls:
-        if result.calls != reference.calls:
-            differences.append(_calls_difference(result, reference))
-        for call, (mine, theirs) in enumerate(zip(result.upstreams, reference.upstreams, strict=False)):
-            prefix = f"call[{call}] " if call else ""
-            if len(mine) != len(theirs):
-                differences.append(Difference("count", f"{prefix}upstreams", f"{len(mine)} upstreams here, "
-                                                                             f"{len(theirs)} in the reference"))
-            for index, (upstream, other) in enumerate(zip(mine, theirs, strict=False)):
-                differences += _compare_upstream(f"{prefix}upstream[{index}]", upstream, other,
-                                                 mixed=result.compute_dtype == "float16")
-    if result.input_grads and reference.input_grads:
-        differences += _compare_input_grads(result, reference)
-    return tuple(differences)
+@dataclasses.dataclass(frozen=True)
+class Skip:
+    spec: str
+    scenario: str
+    reason: str
 
 
-def _calls_difference(result: VariantResult, reference: VariantResult) -> Difference:
-    """A different number of calls: `zero_calls` when the calls beyond the common ones received only zero
-    (or None) upstreams, so the gradient values cannot differ through them; `calls` otherwise."""
-    detail = f"called {result.calls}x here, {reference.calls}x in the reference"
-    longer = result if result.calls > reference.calls else reference
-    extra = longer.upstreams[min(result.calls, reference.calls):]
-    if extra and all(_all_zero(call) for call in extra):
-        where = "here" if longer is result else "in the reference"
-        return Difference("zero_calls", "calls", f"{detail}; the extra call(s) {where} received only zero "
-                          "upstreams (TensorFlow differentiating the backward function again): the values are "
-                          "unchanged, but side effects in the gradient function (counters, assignments, logging) "
-                          "run again")
-    return Difference("calls", "calls", detail)
+@dataclasses.dataclass(frozen=True)
+class CheckReport:
+    cells: tuple[Cell, ...]
+    skipped: tuple[Skip, ...]
+    reference: str
+    specs: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    variants: tuple[str, ...]
+    tensorflow: str = dataclasses.field(default_factory=lambda: tf.__version__)
+    tolerances: dict[str, dict[str, float]] = dataclasses.field(
+        default_factory=lambda: {name: dataclasses.asdict(t) for name, t in TOLERANCES.items()})
+    descriptions: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Spec name -> the spec's `description` (empty or absent when it has none)."""
+    scenario_descriptions: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Scenario name -> what its downstream does."""
+    units: tuple[UnitTime, ...] = ()
+    """The (spec, dtype) units this run checked, in report order, with how long each took."""
+    shard: Shard | None = None
+    """The shard of the run this report holds (its `units` only), or None for a whole run."""
+    run: Mapping[str, Any] | None = None
+    """The flags that shaped the cells (compat-check's), which shards of one run must share."""
+    references: tuple[str, ...] = ()
+    """The references that are the forward itself computed for every scenario (`compat.references`)."""
+
+    @property
+    def forward_values(self) -> tuple[ForwardValue, ...]:
+        """What each reference computed, once per (reference, spec, scenario, dtype), in cell order."""
+        found: dict[tuple[str, str, str, str], ForwardValue] = {}
+        for cell in self.cells:
+            for checked in cell.forward:
+                value = checked.value
+                found.setdefault((value.reference, value.spec, value.scenario, value.dtype), value)
+        return tuple(found.values())
+
+    @property
+    def unexpected(self) -> tuple[Cell, ...]:
+        return tuple(cell for cell in self.cells if cell.unexpected)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every native variant agrees with the reference, 1 otherwise."""
+        return 1 if self.unexpected else 0
 
 
-def _all_zero(call: Sequence[Upstream]) -> bool:
-    return all(upstream.value is None or not np.any(upstream.value) for upstream in call)
+@dataclasses.dataclass(frozen=True)
+class UnitTime:
+    """One (spec, dtype) unit of a run and the seconds it took (a later run's `--durations` balances shards by it)."""
+
+    spec: str
+    dtype: str
+    seconds: float
 
 
-def _verb(result: VariantResult) -> str:
-    return "accepted" if result.status == "ok" else "was handed"
+Progress = Callable[[int, int, str], None]
 
 
-def _compare_input_grads(result: VariantResult, reference: VariantResult) -> list[Difference]:
-    differences: list[Difference] = []
-    if len(result.input_grads) != len(reference.input_grads):
-        differences.append(Difference("count", "input_grads", f"{len(result.input_grads)} input gradients here, "
-                                                              f"{len(reference.input_grads)} in the reference"))
-    for index, (mine, theirs) in enumerate(zip(result.input_grads, reference.input_grads, strict=False)):
-        where = f"input_grad[{index}]"
-        kinds = {_kind(result, index), _kind(reference, index)}
-        if kinds == {"dense", "indexed_slices"}:
-            differences.append(Difference("sparse_vs_dense", where, f"{_kind(result, index)} here, "
-                                                                    f"{_kind(reference, index)} in the reference"))
-        if result.compute_dtype == "float16" and mine is not None and theirs is not None and theirs.dtype.kind == "f":
-            # computed in float16 under a mixed-precision policy: compared at float16's precision
-            mine, theirs = mine.astype(np.float16), theirs.astype(np.float16)
-        differences += compare_arrays(where, mine, theirs)
-    return differences
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The validated axes of a check: what every (spec, dtype) unit runs and how it is compared."""
+
+    scenarios: tuple[Scenario, ...]
+    dtypes: tuple[str, ...]
+    variants: tuple[str, ...]
+    to_run: tuple[str, ...]
+    """The chosen variants plus the reference, in registry order."""
+    reference: str
+    references: tuple[str, ...] = ()
+    """The references that are the forward itself (`compat.references`) each scenario is compared with."""
 
 
-def _kind(result: VariantResult, index: int) -> str | None:
-    return result.input_grad_kinds[index] if index < len(result.input_grad_kinds) else None
+UnitResult = tuple[list[Cell], list[Skip]]
 
 
-def _compare_upstream(where: str, mine: Upstream, theirs: Upstream, mixed: bool = False) -> list[Difference]:
-    """`mixed`: `mine` arrived under a mixed-precision policy (float16, loss-scaled, stored unscaled): a float16
-    where the reference has another float dtype is what the policy does (`compute_dtype`), and the values are
-    compared at float16's tolerance."""
+def plan(scenarios: Sequence[str | Scenario] | None = None, dtypes: Sequence[str] | None = None,
+         variants: Sequence[str] | None = None, reference: str = DEFAULT_REFERENCE,
+         references: Sequence[str] | None = None) -> Plan:
+    """Check the axes (ValueError naming the valid names) and fix what every unit runs; `references`: None for
+    the default ones (`compat.references.DEFAULT_REFERENCES`), [] for none."""
+    chosen_scenarios = select_scenarios(list(scenarios) if scenarios is not None else None)
+    chosen_dtypes = tuple(dtypes) if dtypes is not None else ("float32",)
+    check_names(chosen_dtypes, DTYPES, "dtype", "dtypes")
+    parse_variant(reference)
+    chosen_variants = select(list(variants) if variants is not None else None)
+    return Plan(tuple(chosen_scenarios), chosen_dtypes, tuple(chosen_variants),
+                tuple(select([*chosen_variants, reference])), reference, select_references(references))
+
+
+def units(specs: Sequence[GradientSpec], chosen: Plan) -> list[tuple[int, str]]:
+    """(spec index, dtype) for every unit of work, in report order."""
+    return [(index, dtype) for index in range(len(specs)) for dtype in chosen.dtypes]
+
+
+def shard_units(specs: Sequence[GradientSpec], chosen: Plan, shard: Shard | None,
+                durations: Mapping[str, float] | None = None) -> list[tuple[int, str]]:
+    """The units `shard` runs (all of them for None), in report order: `compat.sharding.split` of `units`."""
+    todo = units(specs, chosen)
+    if shard is None:
+        return todo
+    labels = [unit_label(specs[index].name, dtype) for index, dtype in todo]
+    return [todo[unit] for unit in split(labels, shard.count, durations)[shard.index - 1]]
+
+
+def check(specs: Sequence[GradientSpec], scenarios: Sequence[str | Scenario] | None = None,
+          dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
+          reference: str = DEFAULT_REFERENCE, progress: Progress | None = None,
+          references: Sequence[str] | None = None) -> CheckReport:
+    """Run every spec in every dtype, scenario and variant, and compare each cell with `reference`.
+
+    One graph or trace is built per (spec, dtype, context) for all its scenarios and variants. `scenarios`
+    holds registered names or `Scenario` objects (e.g. one made from a user's loss). Every cell's gradient is
+    also compared with `references`, the forward's own derivative (`autodiff`, `finite_difference`; None: both,
+    []: none), reported in `Cell.forward` and never failing the check.
+    """
+    chosen = plan(scenarios, dtypes, variants, reference, references)
+    return check_units(specs, chosen, units(specs, chosen), progress)
+
+
+def check_units(specs: Sequence[GradientSpec], chosen: Plan, todo: Sequence[tuple[int, str]],
+                progress: Progress | None = None, shard: Shard | None = None) -> CheckReport:
+    """`check` of the units `todo` only (a shard's), in this process, each timed."""
+    results: list[UnitResult] = []
+    seconds: list[float] = []
+    for step, (index, dtype) in enumerate(todo):
+        if progress:
+            progress(step, len(todo), f"{specs[index].name} {dtype}")
+        start = time.perf_counter()
+        results.append(check_unit(specs[index], dtype, chosen))
+        seconds.append(time.perf_counter() - start)
+    if progress:
+        progress(len(todo), len(todo), "done")
+    return assemble(specs, chosen, results, todo, seconds, shard)
+
+
+def check_unit(spec: GradientSpec, dtype: str, chosen: Plan) -> UnitResult:
+    """One spec in one dtype; a spec that cannot even be built becomes `error` cells naming why."""
     try:
-        shape = mine.known_shape or theirs.known_shape or _covering_shape(mine, theirs)
-        mine_dense, theirs_dense = mine.to_dense(shape), theirs.to_dense(shape)
-    except IndexError:
-        return [Difference("shape", where, f"{mine.describe()} here, {theirs.describe()} in the reference: the "
-                                           f"slices' indices fall outside the other side's dense shape")]
-    if mine.kind == "none" or theirs.kind == "none":
-        if mine.kind == theirs.kind:
-            return []
-        dense = mine_dense if theirs.kind == "none" else theirs_dense
-        if dense is not None and not np.any(dense.astype(np.float64)):
-            side = "here" if mine.kind == "none" else "in the reference"
-            return [Difference("none_vs_zeros", where, f"None {side}, zeros of shape {list(dense.shape)} "
-                                                       f"on the other side")]
-        return [Difference("values", where, f"{mine.describe()} here, {theirs.describe()} in the reference")]
-    differences: list[Difference] = []
-    if mine.kind != theirs.kind:
-        differences.append(Difference("sparse_vs_dense", where, f"{mine.describe()} here, {theirs.describe()} "
-                                                                f"in the reference"))
-    as_policy = mixed and mine.dtype == "float16" and theirs.dtype in ("float32", "float64")
-    if mine.dtype != theirs.dtype:
-        kind: DifferenceKind = "compute_dtype" if as_policy else "dtype"
-        differences.append(Difference(kind, where, f"{mine.dtype} here, {theirs.dtype} in the reference"))
-    if mine.kind == theirs.kind and mine.static_shape != theirs.static_shape:
-        seen = (f"static shape {_shape_text(mine.static_shape)} here, {_shape_text(theirs.static_shape)} in the "
-                "reference")
-        if (mine.static_shape is not None and theirs.static_shape is not None
-                and not _compatible(mine.static_shape, theirs.static_shape)):
-            differences.append(Difference("shape", where, seen))
+        cells, skipped = _check_one(spec, dtype, chosen.scenarios, chosen.variants, chosen.to_run, chosen.reference)
+        return _with_forward(spec, dtype, chosen, cells), skipped
+    except UserCodeError as exc:
+        return broken_spec_cells(spec.name, dtype, chosen, exc.problem), []
+    except BaseException as exc:
+        if not user_exception(exc):
+            raise
+        # Whatever else escapes (user code TensorFlow called back into, a gradcompat bug) sinks this
+        # spec alone, named, and the others still run.
+        return broken_spec_cells(spec.name, dtype, chosen, f"the check failed: {describe_exception(exc)}"), []
+
+
+def assemble(specs: Sequence[GradientSpec], chosen: Plan, results: Sequence[UnitResult],
+             todo: Sequence[tuple[int, str]] | None = None, seconds: Sequence[float] | None = None,
+             shard: Shard | None = None) -> CheckReport:
+    """The report from the results of the units `todo` (default: every unit), in that order (skips are
+    reported once, for the first dtype); `seconds`: how long each took."""
+    todo = units(specs, chosen) if todo is None else todo
+    cells: list[Cell] = []
+    skipped: list[Skip] = []
+    for (_, dtype), (unit_cells, unit_skips) in zip(todo, results, strict=True):
+        cells += unit_cells
+        skipped += unit_skips if dtype == chosen.dtypes[0] else []
+    timed = tuple(UnitTime(specs[index].name, dtype, took)
+                  for (index, dtype), took in zip(todo, seconds or [0.0] * len(todo), strict=True))
+    return CheckReport(tuple(cells), tuple(skipped), chosen.reference, tuple(s.name for s in specs),
+                       tuple(s.name for s in chosen.scenarios), chosen.dtypes, chosen.variants,
+                       descriptions={s.name: s.description for s in specs if s.description},
+                       scenario_descriptions={s.name: s.description for s in chosen.scenarios},
+                       units=timed, shard=shard, references=chosen.references)
+
+
+def _check_one(spec: GradientSpec, dtype: str, scenarios: Sequence[Scenario], variants: Sequence[str],
+               to_run: Sequence[str], reference: str) -> tuple[list[Cell], list[Skip]]:
+    """One spec in one dtype: every applicable scenario in every variant, each compared with the baseline."""
+    typed = cast_spec(spec, dtype)
+    output_signature(typed)
+    applicable, skipped = _applicable(typed, scenarios)
+    if not applicable:
+        return [], skipped
+    downstreams = [scenario.downstream(typed) for scenario in applicable]
+    results = run_matrix(typed, downstreams, to_run)
+    by_key = {(r.variant, r.downstream): r for r in results}
+    baselines = {s.name: _baseline(reference, {v: by_key[v, s.name] for v in to_run}) for s in applicable}
+    distributed = [r for r in results if r.replicas]
+    refs = references(typed, {d.name: d for d in downstreams}, distributed, baselines) if distributed else None
+    cells = []
+    for scenario in applicable:
+        baseline = baselines[scenario.name]
+        for variant in variants:
+            result = by_key[variant, scenario.name]
+            differences = compare(result, by_key[baseline, scenario.name]) if variant != baseline else ()
+            if refs is not None and result.replicas:
+                differences = compare_distributed(result, by_key[baseline, scenario.name], refs)
+            if variant == baseline:  # compared with nothing, but its own contract still counts
+                differences = tuple(d for d in compare(result, result) if d.kind == "contract")
+            native = is_native(variant)
+            status = cell_status(result, differences)
+            # A native error is always a failure, even where every variant fails alike (then none differs);
+            # so is a native gradient TensorFlow silently accepted although it breaks the contract.
+            unexpected = native and (status == "error" or any(d.kind == "contract" for d in differences) or (
+                variant not in (baseline, reference) and any(d.breaking for d in differences)))
+            cells.append(Cell(spec.name, scenario.name, dtype, variant, native, status,
+                              differences, result, baseline, unexpected))
+    return cells, skipped
+
+
+def _with_forward(spec: GradientSpec, dtype: str, chosen: Plan, cells: list[Cell]) -> list[Cell]:
+    """The cells with their gradients compared with each reference that is the forward itself, computed once per
+    scenario; a reference that fails is an `error` value naming it, never a failed check."""
+    if not chosen.references or not cells:
+        return cells
+    typed = cast_spec(spec, dtype)
+    scenarios = {scenario.name: scenario for scenario in chosen.scenarios}
+    values: dict[str, tuple[ForwardValue, ...]] = {}
+    for name in dict.fromkeys(cell.scenario for cell in cells):
+        if name in scenarios:
+            downstream = scenarios[name].downstream(typed)
+            values[name] = tuple(_reference_value(ref, typed, downstream, dtype) for ref in chosen.references)
+    return [dataclasses.replace(cell, forward=tuple(
+        check_cell(value, cell.result, cell.result.compute_dtype or dtype) for value in values[cell.scenario]))
+        if cell.scenario in values else cell for cell in cells]
+
+
+def _reference_value(name: str, spec: GradientSpec, downstream: Any, dtype: str) -> ForwardValue:
+    try:
+        return compute(name, spec, downstream, dtype)
+    except BaseException as exc:
+        if not user_exception(exc):
+            raise
+        return ForwardValue(name, spec.name, downstream.name, "error", f"spec `{spec.name}`, reference `{name}`: "
+                            f"failed: {describe_exception(exc)}", dtype=dtype)
+
+
+def _baseline(reference: str, results: dict[str, VariantResult]) -> str:
+    """The variant to compare with: the reference, or, where TensorFlow cannot run it (e.g. second order
+    through a Defun grad_func) or it fails, the first native variant that ran."""
+    if results[reference].status in ("ok", "not_called"):
+        return reference
+    fallback = [v for v in NATIVE_VARIANTS if v in results and results[v].status == "ok"]
+    return fallback[0] if fallback else reference
+
+
+def broken_spec_cells(spec: str, dtype: str, chosen: Plan, problem: str) -> list[Cell]:
+    """A spec whose forward cannot even be built (or whose worker died): one `error` cell per variant, saying why."""
+    cells, reference = [], chosen.reference
+    for variant in chosen.variants:
+        mechanism, context = variant.split("@")
+        message = f"spec `{spec}`, variant `{variant}`: {problem}"
+        result = VariantResult(spec=spec, variant=variant, mechanism=mechanism, context=context, status="error",
+                               message=message, downstream="sum")
+        difference = Difference("error", "status", message)
+        cells.append(Cell(spec, "sum", dtype, variant, is_native(variant), "error", (difference,), result,
+                          reference, is_native(variant)))
+    return cells
+
+
+def _applicable(spec: GradientSpec, scenarios: Sequence[Scenario]) -> tuple[list[Scenario], list[Skip]]:
+    applicable, skipped = [], []
+    for scenario in scenarios:
+        reason = scenario.skip_reason(spec)
+        if reason is None:
+            applicable.append(scenario)
         else:
-            differences.append(Difference("static_shape", where, f"{seen}: code that reads dy.shape while "
-                                                                 f"building sees less in one of them"))
-    if _integer_zeros(mine_dense) and _integer_zeros(theirs_dense) and mine_dense.shape != theirs_dense.shape:
-        differences.append(Difference("zeros_shape", where, f"zeros of shape {list(mine_dense.shape)} here, "
-                                      f"{list(theirs_dense.shape)} in the reference, for an integer output (it has "
-                                      "no gradient): code that uses this upstream's shape takes another path"))
-    elif mine.dtype == theirs.dtype:
-        differences += compare_arrays(where, mine_dense, theirs_dense)
-    elif as_policy and mine_dense is not None and theirs_dense is not None:
-        differences += compare_arrays(where, mine_dense, theirs_dense.astype(np.float16))
-    return differences
-
-
-def _integer_zeros(value: np.ndarray | None) -> TypeGuard[np.ndarray]:
-    return value is not None and value.dtype.kind in "iub" and not np.any(value)
-
-
-def _shape_text(shape: tuple[int | None, ...] | None) -> str:
-    return "<unknown rank>" if shape is None else str(list(shape))
-
-
-def _covering_shape(*upstreams: Upstream) -> tuple[int, ...] | None:
-    """Neither side knows its dense shape (both IndexedSlices without one): scatter both into the smallest
-    shape that holds every index, only to compare them."""
-    sliced = [(u.value, u.indices) for u in upstreams
-              if u.kind == "indexed_slices" and u.value is not None and u.indices is not None]
-    if not sliced:
-        return None
-    rows = max((int(np.max(indices)) + 1 if np.size(indices) else 0) for _, indices in sliced)
-    return (rows, *sliced[0][0].shape[1:])
-
-
-def _compatible(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> bool:
-    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
-
-
-def compare_arrays(where: str, mine: np.ndarray | None, theirs: np.ndarray | None) -> list[Difference]:
-    if mine is None or theirs is None:
-        if mine is None and theirs is None:
-            return []
-        present = theirs if mine is None else mine
-        side = "here" if mine is None else "in the reference"
-        if not np.any(np.asarray(present, np.float64)):
-            return [Difference("none_vs_zeros", where, f"None {side}, zeros on the other side")]
-        return [Difference("values", where, f"None {side}, nonzero values on the other side")]
-    if mine.shape != theirs.shape:
-        return [Difference("shape", where, f"shape {list(mine.shape)} here, {list(theirs.shape)} in the reference")]
-    if mine.dtype != theirs.dtype:
-        return [Difference("dtype", where, f"{mine.dtype} here, {theirs.dtype} in the reference")]
-    tolerance = tolerance_for(theirs.dtype)
-    a, b = mine.astype(np.float64), theirs.astype(np.float64)
-    close = np.isclose(a, b, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
-    if close.all():
-        return []
-    error = np.abs(a - b)
-    first = tuple(int(i) for i in np.argwhere(~close)[0])
-    max_abs = float(np.nanmax(np.where(close, 0.0, error)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        max_rel = float(np.nanmax(np.where(close, 0.0, error / np.abs(b))))
-    detail = (f"values differ at {int((~close).sum())} of {close.size} elements: max abs error {max_abs:.3g}, "
-              f"max rel error {max_rel:.3g}, first at index {list(first)} ({a[first]:.6g} here, "
-              f"{b[first]:.6g} in the reference)")
-    return [Difference("values", where, detail, max_abs=max_abs, max_rel=max_rel, index=first)]
+            skipped.append(Skip(spec.name, scenario.name, reason))
+    return applicable, skipped

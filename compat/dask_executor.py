@@ -21,11 +21,11 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from compat.checker import DEFAULT_REFERENCE
+from compat.comparison import DEFAULT_REFERENCE
 from compat.workers import Loader, WorkerConfig, Workload, load_in_worker, run_unit, usable_cpus
 
 if TYPE_CHECKING:
-    from compat.matrix import CheckReport, Plan, Progress, UnitResult
+    from compat.checker import CheckReport, Plan, Progress, UnitResult
     from compat.sharding import Shard
 
 _LOADED: dict[bytes, Any] = {}
@@ -56,7 +56,7 @@ def check_on_dask(load: Loader, dtypes: Sequence[str] | None = None, variants: S
                   references: Sequence[str] | None = None) -> CheckReport:
     """`compat.workers.check_in_workers` with the units sent to a Dask cluster: the one at `scheduler`
     (an address such as tcp://host:8786), else a LocalCluster of `jobs` worker processes (default: the CPUs)."""
-    from compat.matrix import assemble, plan, shard_units
+    from compat.checker import assemble, plan, shard_units
 
     specs, scenarios = loaded if loaded is not None else load()
     chosen = plan(scenarios, dtypes, variants, reference, references)
@@ -148,7 +148,7 @@ def _run(client: Any, config: WorkerConfig, todo: Sequence[tuple[int, str]], lab
 
 def _outcome(outcome: Any, spec: str, dtype: str, chosen: Plan) -> tuple[UnitResult, float]:
     """The unit's result, or its `error` cells when the task failed (its worker died, or could not load)."""
-    from compat.matrix import broken_spec_cells
+    from compat.checker import broken_spec_cells
 
     if isinstance(outcome, BaseException):  # KilledWorker, a lost connection...: this unit's cells say so
         outcome = ("failed", f"the Dask worker running this spec failed ({type(outcome).__name__}: {outcome}); it "

@@ -136,7 +136,7 @@ def _run_batch(context_name: str, batch: list[Case]) -> list[Outcome]:
         with _scoped_gradient_registrations():
             return list(ALL_CONTEXTS[context_name].run(batch))
     except UserCodeError:
-        raise  # the spec is broken in every context: compat.matrix reports it once
+        raise  # the spec is broken in every context: compat.checker reports it once
     except Exception as exc:  # noqa: BLE001
         failure = ContextFailed(f"context `{context_name}` failed with TensorFlow {tf.__version__}: "
                                 f"{describe_exception(exc)}")

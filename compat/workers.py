@@ -2,7 +2,7 @@
 
 Specs hold user functions, which cannot be sent to another process, so every worker loads the specs itself
 with a picklable `load` (e.g. the references given to `--specs`, through compat.loading) and runs the units
-it is handed through `compat.matrix.check_unit`, the code path of a one-process check. A worker that dies
+it is handed through `compat.checker.check_unit`, the code path of a one-process check. A worker that dies
 (a segfault, `os._exit`, the kernel's OOM killer) turns the unit it was running into `error` cells saying
 so, with the end of what it wrote to stderr, and a fresh worker takes over the remaining units. A worker's
 stderr goes to a file that this process copies to its own stderr after each unit, so what user code prints
@@ -25,11 +25,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from compat._quiet_import import import_tensorflow_hiding_chatter
-from compat.checker import DEFAULT_REFERENCE
 from compat.child import describe_exit, stderr_tail
+from compat.comparison import DEFAULT_REFERENCE
 
 if TYPE_CHECKING:  # this module is imported by every worker before TensorFlow, which it imports quietly
-    from compat.matrix import CheckReport, Plan, Progress, UnitResult
+    from compat.checker import CheckReport, Plan, Progress, UnitResult
     from compat.scenarios import Scenario
     from compat.sharding import Shard
     from compat.spec import GradientSpec
@@ -66,15 +66,15 @@ def check_in_workers(load: Loader, dtypes: Sequence[str] | None = None, variants
                      quiet_import: bool = True, loaded: Workload | None = None, shard: Shard | None = None,
                      durations: Mapping[str, float] | None = None,
                      references: Sequence[str] | None = None) -> CheckReport:
-    """`compat.matrix.check(*load(), dtypes, variants, reference, references=references)` with its units spread
+    """`compat.checker.check(*load(), dtypes, variants, reference, references=references)` with its units spread
     over `jobs` worker processes (default: the usable CPUs), giving the same report as one process.
 
     `load` must be picklable (a module-level function, or an instance of a module-level class) and return
     the same specs in every process. It also runs here, for the report's axes, unless `loaded` is what it
     returned already. With one job, or one unit, everything runs in this process. `shard`: run only its units
-    (`compat.matrix.shard_units`, balanced by `durations`: unit label -> seconds).
+    (`compat.checker.shard_units`, balanced by `durations`: unit label -> seconds).
     """
-    from compat.matrix import assemble, check_units, plan, shard_units
+    from compat.checker import assemble, check_units, plan, shard_units
 
     specs, scenarios = loaded if loaded is not None else load()
     chosen = plan(scenarios, dtypes, variants, reference, references)
@@ -225,7 +225,7 @@ class _Pool:
 
     def _receive(self, worker: _Worker, unit: tuple[int, str], chosen: Plan) -> tuple[UnitResult, float | None]:
         """The unit's result and the seconds the worker took to run it (None when it did not say)."""
-        from compat.matrix import broken_spec_cells
+        from compat.checker import broken_spec_cells
 
         index, dtype = unit
         name = self.config.spec_names[index]
@@ -291,7 +291,7 @@ def _serve(connection: Any, pickled_config: bytes, quiet_import: bool, stderr_pa
 
 def run_unit(specs: Sequence[GradientSpec], chosen: Plan, unit: tuple[int, str]) -> tuple[UnitResult, float]:
     """One unit's result and the seconds it took."""
-    from compat.matrix import check_unit
+    from compat.checker import check_unit
 
     index, dtype = unit
     start = time.perf_counter()
@@ -304,7 +304,7 @@ def load_in_worker(pickled_config: bytes, quiet_import: bool) -> tuple[Sequence[
     TensorFlow), load the specs and plan the check; or what went wrong, for the cells of every unit it is sent."""
     try:
         _import_tensorflow(quiet_import)
-        from compat.matrix import plan
+        from compat.checker import plan
 
         config: WorkerConfig = pickle.loads(pickled_config)
         specs, scenarios = config.load()

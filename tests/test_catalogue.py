@@ -4,7 +4,7 @@ import pytest
 
 import compat
 from compat.catalogue import CATALOGUE, catalogue_spec
-from compat.matrix import check
+from compat.checker import check
 
 REQUIRED = {"sign_ste", "scaled_ste", "gradient_reversal", "clip_grad_by_value", "clip_grad_by_norm", "guided_relu",
             "dorefa_round", "two_input_mul", "multi_output_int", "variable_scale"}

@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 import compat
 from compat.catalogue import CATALOGUE
+from compat.checker import check
 from compat.dtypes import cast_spec
-from compat.matrix import check
 
 ELEMENTWISE = ["sign_ste", "scaled_ste", "gradient_reversal", "clip_grad_by_value", "guided_relu"]
 

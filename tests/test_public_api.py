@@ -135,7 +135,7 @@ def test_type_checkers_see_the_public_api_not_any(tmp_path):
     # mypy 1.10, which pip picks beside TensorFlow 2.12 (typing-extensions < 4.6), spells types longhand
     revealed = [re.sub(r"Union\[(.*), None\]", r"\1 | None", found.replace("builtins.", ""))
                 for found in re.findall(r'Revealed type is "(.*)"', result.stdout)]
-    assert revealed == ["compat.matrix.CheckReport", "def (count: int =) -> str | None", "compat.errors.Error"], \
+    assert revealed == ["compat.checker.CheckReport", "def (count: int =) -> str | None", "compat.errors.Error"], \
         result.stdout
     assert '"CheckReport" has no attribute "no_such_attribute"' in result.stdout, result.stdout
     assert result.stdout.count("error:") == 1, result.stdout

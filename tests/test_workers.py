@@ -9,7 +9,7 @@ import pytest
 
 from compat import workers as workers_module
 from compat.apps._request import CheckRequest
-from compat.matrix import check
+from compat.checker import check
 from compat.reports import render
 from compat.workers import check_in_workers
 

@@ -31,11 +31,11 @@ from compat.apps._common import (
 )
 from compat.apps._output import write_output
 from compat.apps._progress import Progress, progress_on_stderr
-from compat.checker import DEFAULT_REFERENCE
+from compat.comparison import DEFAULT_REFERENCE
 from compat.references import DEFAULT_REFERENCES
 
 if TYPE_CHECKING:
-    from compat.matrix import CheckReport
+    from compat.checker import CheckReport
     from compat.reports.view import View
     from compat.sharding import Shard
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compat.checker import Difference, compare
+from compat.comparison import Difference, compare
 from compat.downstream import Downstream, scaled
 from compat.results import ReplicaRecord, Scaling, Status, VariantResult
 from compat.runner import run_matrix

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from compat.checker import Cell, CheckReport
 from compat.guide.run import cells
 from compat.guide.tables import CONTEXTS, MECHANISMS, markdown_table, verdict
-from compat.matrix import Cell, CheckReport
 
 
 def later_contexts(report: CheckReport) -> list[str]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import functools
 
 from compat.catalogue import clip_by_norm
+from compat.checker import Cell, CheckReport, check
 from compat.guide.run import straight_through
 from compat.guide.tables import markdown_table, upstream_text
-from compat.matrix import Cell, CheckReport, check
 
 VARIANTS = ("custom_gradient@mirrored_tape", "custom_gradient@mirrored_v1", "override_map@mirrored_v1")
 SCENARIOS = ("sum", "mean", "weighted", "gather")

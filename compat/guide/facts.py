@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from compat.checker import Cell, CheckReport
 from compat.guide.run import cells
 from compat.guide.tables import CONTEXT_HEADERS, CONTEXTS, values
-from compat.matrix import Cell, CheckReport
 from compat.registry import CONTEXT_INFO, CONTEXT_NAMES, DEFUN_MECHANISMS, TF1_MECHANISMS
 from compat.results import Upstream
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from compat.checker import CheckReport
 from compat.guide.tables import markdown_table
-from compat.matrix import CheckReport
 from compat.reports import forward
 
 _SPECS = ("ste", "multi_output_int")

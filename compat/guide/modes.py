@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import functools
 
+from compat.checker import Cell, CheckReport, check
 from compat.guide.run import cells, straight_through
 from compat.guide.tables import upstream_text
-from compat.matrix import Cell, CheckReport, check
 
 JACOBIANS = ("jacobian_loop", "jacobian_pfor")
 FORWARD = "forward_accumulator"

@@ -8,7 +8,7 @@ import functools
 import numpy as np
 
 from compat.catalogue import multi_output_int
-from compat.matrix import Cell, CheckReport, check
+from compat.checker import Cell, CheckReport, check
 from compat.spec import GradientSpec
 
 STE_INPUT = np.array([1.0, -2.0, 3.0], np.float32)

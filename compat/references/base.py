@@ -8,7 +8,7 @@ from typing import Literal
 
 import numpy as np
 
-from compat.checker import compare_arrays
+from compat.comparison import compare_arrays
 from compat.dtypes import Tolerance
 from compat.results import VariantResult
 

@@ -10,7 +10,7 @@ from compat.reports import html, json_report, markdown, table
 from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
-    from compat.matrix import CheckReport
+    from compat.checker import CheckReport
 
 class Renderer(Protocol):
     """`render(report, max_array_elements, view)`: the report as text; arrays with more elements than

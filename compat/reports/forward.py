@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from compat.matrix import Cell, CheckReport
+    from compat.checker import Cell, CheckReport
     from compat.references.base import ForwardCheck
 
 TITLE = ("The custom gradient against the forward itself (autodiff: TensorFlow's own gradient of the forward; "

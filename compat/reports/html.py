@@ -28,7 +28,7 @@ from compat.reports.table import (
 from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
-    from compat.matrix import Cell, CheckReport
+    from compat.checker import Cell, CheckReport
 
 _STYLE = """
 :root { --same:#cdebd5; --same-fg:#1e6b3a; --differs:#ffd36e; --differs-fg:#6b4200; --unexpected:#e5484d;

@@ -17,8 +17,8 @@ from compat._version import __version__
 from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
-    from compat.checker import Difference
-    from compat.matrix import Cell, CheckReport
+    from compat.checker import Cell, CheckReport
+    from compat.comparison import Difference
     from compat.references.base import ForwardCheck, ForwardValue
     from compat.results import ReplicaRecord, Upstream
 

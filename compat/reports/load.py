@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from compat.checker import Difference
+from compat.comparison import Difference
 from compat.reports.json_report import NONFINITE
 from compat.results import ReplicaRecord, Upstream, VariantResult
 
 if TYPE_CHECKING:
-    from compat.matrix import Cell, CheckReport
+    from compat.checker import Cell, CheckReport
 
 _RESULT_STATUS = {"same": "ok", "differs": "ok"}
 """A cell's status -> its variant result's (a result that ran is `ok`; the cell says how it compares)."""
@@ -30,7 +30,7 @@ def report_from_dict(data: dict[str, Any]) -> CheckReport:
     Raises:
       SummarisedArray: an array was written as a summary; write the reports with --max_array_elements=0.
     """
-    from compat.matrix import CheckReport, Skip, UnitTime
+    from compat.checker import CheckReport, Skip, UnitTime
     from compat.sharding import Shard
 
     shard = data.get("shard")
@@ -61,7 +61,7 @@ def _forward_values(references: dict[str, Any] | None) -> dict[tuple[str, str, s
 
 
 def _cell(data: dict[str, Any], values: dict[tuple[str, str, str, str], Any]) -> Cell:
-    from compat.matrix import Cell
+    from compat.checker import Cell
     from compat.references.base import ForwardCheck
 
     upstream = data["upstream"]

@@ -22,7 +22,7 @@ from compat.reports.table import (
 from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
-    from compat.matrix import Cell, CheckReport
+    from compat.checker import Cell, CheckReport
 
 
 def render(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS, view: View = FULL) -> str:

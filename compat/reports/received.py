@@ -17,7 +17,7 @@ import numpy as np
 from compat.dtypes import tolerance_for
 
 if TYPE_CHECKING:
-    from compat.matrix import Cell, CheckReport
+    from compat.checker import Cell, CheckReport
     from compat.results import Upstream
 
 VALUE_THRESHOLD = 8

@@ -28,7 +28,7 @@ from compat.reports.table import (
 )
 
 if TYPE_CHECKING:
-    from compat.matrix import Cell, CheckReport
+    from compat.checker import Cell, CheckReport
     from compat.results import Upstream
 
 WIDTH = 120

@@ -14,8 +14,8 @@ from compat.reports.json_report import DEFAULT_MAX_ARRAY_ELEMENTS, verdict
 from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
-    from compat.checker import Difference
-    from compat.matrix import Cell, CheckReport
+    from compat.checker import Cell, CheckReport
+    from compat.comparison import Difference
 
 SYMBOLS: dict[str, str] = {"same": "=", "differs": "≠", "not_called": "∅", "unsupported": "-", "error": "!",
                             "not_observable": "?"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from compat.checker import DEFAULT_REFERENCE, REPRESENTATION_KINDS, Difference
+from compat.checker import Cell, CheckReport, check
+from compat.comparison import DEFAULT_REFERENCE, REPRESENTATION_KINDS, Difference
 from compat.downstream import Downstream
-from compat.matrix import Cell, CheckReport, check
 from compat.results import VariantResult
 from compat.runner import run
 from compat.spec import GradientSpec

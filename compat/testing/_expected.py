@@ -7,7 +7,7 @@ import fnmatch
 import typing
 from collections.abc import Mapping, Sequence
 
-from compat.checker import Difference, DifferenceKind
+from compat.comparison import Difference, DifferenceKind
 
 STATUS_KINDS = frozenset({"not_called", "unsupported", "error", "not_observable"})
 """Expected kinds that name what happened to the whole cell: every difference in such a cell follows from it."""

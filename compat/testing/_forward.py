@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compat.checker import DEFAULT_REFERENCE
-from compat.matrix import Cell, CheckReport, check
+from compat.checker import Cell, CheckReport, check
+from compat.comparison import DEFAULT_REFERENCE
 from compat.references import select_references
 from compat.references.base import FD_TOLERANCES, ForwardCheck
 from compat.spec import GradientSpec

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compat.checker import Difference
-from compat.matrix import Cell, CheckReport
+from compat.checker import Cell, CheckReport
+from compat.comparison import Difference
 from compat.results import VariantResult
 from compat.testing._expected import STATUS_KINDS, Expectation, Ledger
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compat.matrix import DEFAULT_REFERENCE, CheckReport, check
+from compat.checker import DEFAULT_REFERENCE, CheckReport, check
 from compat.spec import GradientSpec
 from compat.variants import NATIVE_VARIANTS
 

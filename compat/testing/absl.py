@@ -7,7 +7,7 @@ from typing import Any
 
 from absl.testing import parameterized
 
-from compat.checker import DEFAULT_REFERENCE
+from compat.comparison import DEFAULT_REFERENCE
 from compat.testing._selection import Selection, resolve_variants
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from compat.checker import Difference, DifferenceKind, _compare_upstream, compare_arrays
+from compat.comparison import Difference, DifferenceKind, _compare_upstream, compare_arrays
 from compat.verify._report import VerifyCell
 from compat.verify._results import FORWARD, ORIGINAL_CONTEXT, Attempt, Calls, SideResult
 

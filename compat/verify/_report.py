@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from compat.checker import Difference
+from compat.comparison import Difference
 
 VerifyStatus = Literal["same", "differs", "error", "unsupported", "skipped"]
 VERIFY_STATUSES: tuple[VerifyStatus, ...] = ("same", "differs", "error", "unsupported", "skipped")

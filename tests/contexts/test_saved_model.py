@@ -79,7 +79,7 @@ def _op_spec(name: str, reads_op: bool) -> compat.GradientSpec:
 def test_a_legacy_gradient_that_never_reads_op_is_saved_and_honoured_after_loading():
     """tf.saved_model.save traces registered gradients with op=None: one that ignores `op` saves, and the child
     process that loads the model (never importing this code) runs it; gradcompat must not read `op` for it."""
-    from compat.matrix import check
+    from compat.checker import check
 
     report = check([_op_spec("ignores_op", reads_op=False)], scenarios=["weighted", "sum"],
                    variants=["override_map@saved_model", "override_map@v1_session"],

@@ -3,9 +3,9 @@ only what the run shows."""
 
 import pytest
 
+from compat.checker import check
 from compat.guide import contexts
 from compat.guide.run import straight_through
-from compat.matrix import check
 
 
 @pytest.fixture(name="report", scope="module")

@@ -9,7 +9,7 @@ import pytest
 def report_fixture():
     """A real scaled_ste report (two scenarios, every variant) as compat-check --format=json writes it."""
     from compat.catalogue import CATALOGUE
-    from compat.matrix import check
+    from compat.checker import check
     from compat.reports.json_report import as_dict
 
     data = as_dict(check([CATALOGUE["scaled_ste"]()], scenarios=["sum", "scaled"]))

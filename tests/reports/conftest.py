@@ -12,7 +12,7 @@ import pytest
 def report_fixture():
     """scaled_ste in float32 under three scenarios, every variant: a few seconds of real TensorFlow."""
     from compat.catalogue import CATALOGUE
-    from compat.matrix import check
+    from compat.checker import check
 
     return check([CATALOGUE["scaled_ste"]()], scenarios=["sum", "gather", "second_order"], dtypes=["float32"])
 
@@ -21,8 +21,8 @@ def report_fixture():
 def handmade_report_fixture():
     """Two cells built by hand: a native cell that differs unexpectedly (NaN upstream, `<script>` message)
     and its reference."""
-    from compat.checker import Difference
-    from compat.matrix import Cell, CheckReport
+    from compat.checker import Cell, CheckReport
+    from compat.comparison import Difference
     from compat.results import Upstream, VariantResult
 
     reference = "defun_grad_func@v1_session"

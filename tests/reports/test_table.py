@@ -106,7 +106,7 @@ def test_unexpected_error_cells_show_their_reason_even_when_the_reference_fails_
     import tensorflow as tf
 
     import compat
-    from compat.matrix import check
+    from compat.checker import check
 
     spec = compat.GradientSpec("always_raises", tf.identity, lambda i, o, u: 1 / 0, [np.ones(2, np.float32)])
     report = check([spec], scenarios=["sum"], variants=list(compat.NATIVE_VARIANTS))
@@ -124,7 +124,7 @@ def test_error_cells_of_cross_variants_show_their_reason_once_per_reason():
     import tensorflow as tf
 
     import compat
-    from compat.matrix import check
+    from compat.checker import check
 
     def forward(x):
         if tf.executing_eagerly():
@@ -148,7 +148,7 @@ def test_a_pitfalls_difference_kinds_keep_the_order_they_were_found_in(handmade_
     HTML report of the same run differ from run to run."""
     import dataclasses
 
-    from compat.checker import Difference
+    from compat.comparison import Difference
     from compat.reports.table import Pitfall
 
     cell = handmade_report.cells[1]

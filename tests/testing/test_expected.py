@@ -2,7 +2,7 @@
 
 import pytest
 
-from compat.checker import Difference
+from compat.comparison import Difference
 from compat.testing._expected import Expectation, Ledger, parse_expected
 
 VARIANTS = ("override_map@eager_tape", "custom_gradient@eager_tape", "custom_gradient@v1_session")
