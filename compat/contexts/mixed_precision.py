@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from compat.contexts.base import Case, Context, Outcome, grads_outcome, tape_gradients
+from compat.contexts.isolation import run_alone
 
 
 class MixedPrecision(Context):
@@ -35,16 +36,15 @@ class MixedPrecision(Context):
         outcomes = []
         for case in cases:
             scale = initial
-            outcome = self._run_one(scale, case)
+            outcome = run_alone(case, functools.partial(self._run_one, scale, case))
             while scale > 1.0 and outcome.input_grads is not None and not _finite(outcome.input_grads):
                 scale /= 2.0  # LossScaleOptimizer skips the step and halves the scale
-                outcome = self._run_one(scale, case)
+                outcome = run_alone(case, functools.partial(self._run_one, scale, case))
             outcomes.append(outcome)
         return outcomes
 
     @staticmethod
     def _run_one(scale: float, case: Case) -> Outcome:
-        case.before_run()
         num_inputs = len(case.inputs)
         try:
             op = case.build()
