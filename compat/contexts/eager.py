@@ -14,7 +14,6 @@ from compat.contexts.isolation import run_alone
 class EagerTape(Context):
     name = "eager_tape"
     summary = "eager tf.GradientTape"
-    uses_tape = True
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         return [self.run_one(case) for case in cases]

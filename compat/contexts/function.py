@@ -93,12 +93,10 @@ class FunctionContext(Context):
 class FunctionTape(FunctionContext):
     name = "function_tape"
     summary = "tf.GradientTape inside tf.function"
-    uses_tape = True
     gradients = staticmethod(tape_gradients)
 
 
 class FunctionGradients(FunctionContext):
     name = "function_gradients"
     summary = "tf.gradients inside tf.function"
-    uses_tape = False
     gradients = staticmethod(tf_gradients)

@@ -105,12 +105,10 @@ def _run_batch(session: tf.compat.v1.Session, cases: Sequence[Case], built: dict
 class V1Session(GraphSessionContext):
     name = "v1_session"
     summary = "fresh tf.Graph + tf.compat.v1.gradients + Session.run"
-    uses_tape = False
     gradients = staticmethod(lambda case, inputs: symbolic_gradients(case, inputs, tf.compat.v1.gradients))
 
 
 class V1Tape(GraphSessionContext):
     name = "v1_tape"
     summary = "tf.GradientTape inside a tf.compat.v1 graph, run by a Session"
-    uses_tape = True
     gradients = staticmethod(tape_gradients)

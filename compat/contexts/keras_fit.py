@@ -46,8 +46,8 @@ class NotExpressible(Exception):
 class KerasFit(Context):
     name = "keras_fit"
     summary = "one Keras model.fit step (SGD, batch of 4), the sources as layer weights, loss mean over the batch"
-    uses_tape = True
-    native = False  # a gradient that is not linear in its upstream (a clip) sees it divided by the batch size
+    # not native (compat/registry.py): a gradient that is not linear in its upstream (a clip) sees it divided
+    # by the batch size
     requires = ("keras",)
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:

@@ -25,8 +25,7 @@ from compat.contexts.isolation import run_alone
 class MixedPrecision(Context):
     name = "mixed_precision"
     summary = "Keras mixed_float16 layer + LossScaleOptimizer loss scaling, eager tape, gradients unscaled"
-    uses_tape = True
-    native = False  # a gradient that is not linear in its upstream (a clip) changes by design here
+    # not native (compat/registry.py): a gradient that is not linear in its upstream (a clip) changes by design here
     requires = ("keras",)
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:

@@ -46,7 +46,6 @@ class LoadedError(Exception):
 class SavedModelContext(Context):
     """Save the forward, load it in a child process, take gradients there."""
 
-    uses_tape = True
     custom_gradients = True
     """`tf.saved_model.SaveOptions(experimental_custom_gradients=...)`."""
     timeout_seconds = 600.0
@@ -269,4 +268,5 @@ class SavedModelStripped(SavedModelContext):
     name = "saved_model_stripped"
     summary = "tf.saved_model.save(experimental_custom_gradients=False), loaded in a fresh process, eager tape"
     custom_gradients = False
-    native = False  # the option drops custom gradients by design: what it does is reported, not a failure
+    # not native (compat/registry.py): the option drops custom gradients by design: what it does is reported,
+    # not a failure
