@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a whole-system run: `pytest --runslow` (CI) runs it
+
 ROOT = Path(__file__).resolve().parents[2]
 LEGACY = ROOT / "tests" / "data" / "legacy"
 FIXTURES = ("sign_ste.py", "round_ste.py", "grad_reverse.py")
