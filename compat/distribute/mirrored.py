@@ -30,13 +30,11 @@ from compat.distribute.step import (
     run_values,
 )
 from compat.probe import PROBE_COLLECTION
-from compat.results import Scaling
+from compat.results import NotShardable, Scaling
 
 DEVICES = tuple(f"/cpu:{index}" for index in range(LOGICAL_CPUS))
 
-
-class NotShardable(Exception):
-    """The case cannot be split into one shard per replica: its cells are unsupported, saying why."""
+__all__ = ["DEVICES", "DistributedContext", "MirroredTape", "MirroredV1", "NotShardable"]
 
 
 class DistributedContext(Context):

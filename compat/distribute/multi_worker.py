@@ -14,10 +14,10 @@ from typing import Any
 import tensorflow as tf
 
 from compat.contexts.base import Case, Outcome
-from compat.contexts.mirrored import DistributedContext, NotShardable
+from compat.distribute.mirrored import DistributedContext
 from compat.distribute.step import SCALINGS, RunValues, batch_problem, global_batch, outcome
 from compat.distribute.workers import WORKERS, WorkersFailed, run_job
-from compat.results import Scaling
+from compat.results import NotShardable, Scaling
 from compat.scenarios import SCENARIOS
 
 
