@@ -107,3 +107,25 @@ def test_tape_contexts_declare_it():
                                                                                  "saved_model", "saved_model_stripped",
                                                                                  "recompute_grad"}
     assert ALL_CONTEXTS["vectorized_map"].uses_tape and ALL_CONTEXTS["vectorized_map"].opt_in
+
+
+def test_contexts_read_their_metadata_from_the_registry_only():
+    """uses_tape / native / opt_in live in compat/registry.py; a context class holding a second copy could drift
+    (the distributed contexts, moving to compat/distribute/, are left to that move)."""
+    import ast
+    from pathlib import Path
+
+    import compat.contexts
+
+    copies = {}
+    for path in Path(compat.contexts.__file__).parent.glob("*.py"):
+        if path.name in ("mirrored.py", "multi_worker.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = [target.id for statement in node.body if isinstance(statement, (ast.Assign, ast.AnnAssign))
+                         for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+                         if isinstance(target, ast.Name) and target.id in ("uses_tape", "native", "opt_in")]
+                if names:
+                    copies[f"{path.name}:{node.name}"] = names
+    assert copies == {}
