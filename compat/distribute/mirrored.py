@@ -38,13 +38,9 @@ __all__ = ["DEVICES", "DistributedContext", "MirroredTape", "MirroredV1", "NotSh
 
 
 class DistributedContext(Context):
-    """A context whose replicas each run the case on a shard; never native (see `native`)."""
-
-    native = False
-    """A gradient function that couples the rows of its upstream (a clip by norm) or is not linear in it
-    (a clip by value, under 1/global_batch scaling) changes the reduced gradient by design."""
-    opt_in = True
-    uses_tape = True
+    """A context whose replicas each run the case on a shard. Never native (compat/registry.py): a gradient
+    function that couples the rows of its upstream (a clip by norm) or is not linear in it (a clip by value, under
+    1/global_batch scaling) changes the reduced gradient by design."""
 
     def unavailable(self) -> str | None:
         return use_logical_cpus()
@@ -78,7 +74,6 @@ class MirroredTape(DistributedContext):
 class MirroredV1(DistributedContext):
     name = "mirrored_v1"
     summary = "tf.compat.v1 graph under tf.compat.v1.distribute.MirroredStrategy: tf.compat.v1.gradients, Session"
-    uses_tape = False
 
     def run_one(self, case: Case) -> Outcome:
         graph = tf.Graph()

@@ -111,16 +111,16 @@ def test_tape_contexts_declare_it():
 
 def test_contexts_read_their_metadata_from_the_registry_only():
     """uses_tape / native / opt_in live in compat/registry.py; a context class holding a second copy could drift
-    (the distributed contexts, moving to compat/distribute/, are left to that move)."""
+    (the distributed contexts in compat/distribute/ included)."""
     import ast
     from pathlib import Path
 
     import compat.contexts
+    import compat.distribute
 
     copies = {}
-    for path in Path(compat.contexts.__file__).parent.glob("*.py"):
-        if path.name in ("mirrored.py", "multi_worker.py"):
-            continue
+    packages = (Path(compat.contexts.__file__).parent, Path(compat.distribute.__file__).parent)
+    for path in (path for package in packages for path in package.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef):
                 names = [target.id for statement in node.body if isinstance(statement, (ast.Assign, ast.AnnAssign))
