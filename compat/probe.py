@@ -350,6 +350,15 @@ class Probe:
             self.call_replicas.append(replica)
             return len(self.calls)
 
+    def order_calls_by_replica(self) -> None:
+        """Sort the recorded calls by replica, each replica's own calls kept in order: replicas run concurrently,
+        so the order their calls arrive in (and so the cell's first upstream) varies from run to run."""
+        with self._lock:
+            pairs = sorted(zip(self.call_replicas, self.calls, strict=True),
+                           key=lambda pair: -1 if pair[0] is None else pair[0])
+            self.call_replicas[:] = [replica for replica, _ in pairs]
+            self.calls[:] = [call for _, call in pairs]
+
     def note_violation(self, problem: str) -> None:
         """Note a broken gradient contract (a wrong dtype, shape or count), once, in `violations`."""
         if problem not in self.violations:

@@ -109,3 +109,13 @@ def test_record_call_appends_the_call_and_its_replica_and_counts():
     probe.note_violation("wrong dtype")
     probe.note_violation("wrong dtype")
     assert probe.violations == ["wrong dtype"]
+
+
+def test_calls_are_ordered_by_replica_keeping_each_replicas_own_order():
+    """Replicas run concurrently: the cell's upstreams must not depend on which one's call arrived first."""
+    probe = Probe(_spec(), "custom_gradient@mirrored_tape")
+    first, second, third = (Upstream("none"),), (Upstream("dense", "float32"),), (Upstream("dense", "float64"),)
+    for call, replica in ((first, 1), (second, 0), (third, 1), (first, 0)):
+        probe.record_call(call, replica=replica)
+    probe.order_calls_by_replica()
+    assert probe.call_replicas == [0, 0, 1, 1] and probe.calls == [second, first, first, third]
