@@ -352,10 +352,11 @@ class Probe:
 
     def order_calls_by_replica(self) -> None:
         """Sort the recorded calls by replica, each replica's own calls kept in order: replicas run concurrently,
-        so the order their calls arrive in (and so the cell's first upstream) varies from run to run."""
+        so the order their calls arrive in (and so the cell's first upstream) varies from run to run. Calls whose
+        replica is unknown (a Defun body does not see the strategy) come first, ordered by what they received."""
         with self._lock:
             pairs = sorted(zip(self.call_replicas, self.calls, strict=True),
-                           key=lambda pair: -1 if pair[0] is None else pair[0])
+                           key=lambda pair: (-1, _content_key(pair[1])) if pair[0] is None else (pair[0], ()))
             self.call_replicas[:] = [replica for replica, _ in pairs]
             self.calls[:] = [call for _, call in pairs]
 
@@ -538,6 +539,12 @@ def _usable_here(variable: Any) -> bool:
 def _as_sequence(values: Sequence[Any]) -> Sequence[Any]:
     """What the gradient function receives: a tuple, or LazyTensors as they are (read only if used)."""
     return values if isinstance(values, LazyTensors) else tuple(values)
+
+
+def _content_key(call: tuple[Upstream, ...]) -> tuple[tuple[str, str, bytes], ...]:
+    """A total order on calls by what they received, for calls nothing else orders."""
+    return tuple((upstream.kind, upstream.dtype or "", b"" if upstream.value is None else upstream.value.tobytes())
+                 for upstream in call)
 
 
 def _replica_id() -> tf.Tensor | None:

@@ -119,3 +119,18 @@ def test_calls_are_ordered_by_replica_keeping_each_replicas_own_order():
         probe.record_call(call, replica=replica)
     probe.order_calls_by_replica()
     assert probe.call_replicas == [0, 0, 1, 1] and probe.calls == [second, first, first, third]
+
+
+def test_calls_of_unknown_replicas_are_ordered_by_what_they_received():
+    """A Defun body under a v1 MirroredStrategy does not see its replica: arrival order must not decide."""
+    import numpy as np
+
+    low, high = ((Upstream("dense", "float32", value=np.array([v], np.float32)),) for v in (1.0, 2.0))
+    orders = []
+    for arrival in ((high, low), (low, high)):
+        probe = Probe(_spec(), "defun_grad_func@mirrored_v1")
+        for call in arrival:
+            probe.record_call(call)
+        probe.order_calls_by_replica()
+        orders.append([call[0].value.tolist() for call in probe.calls])
+    assert orders[0] == orders[1] and sorted(orders[0]) == [[1.0], [2.0]]
