@@ -262,6 +262,8 @@ def test_tests_see_conftest_helpers_and_fixtures(targets: dict[str, Target]) -> 
             ["LICENSE", "pyproject.toml", "setup.cfg", "README.md", "MANIFEST.in", "compat/**/*"],
         ),
         ("tests/testing/test_plugin.py", ["setup.cfg"]),
+        ("tests/test_migration_guide.py", ["migration_guide.md", "tools/gen_migration_guide.py", "tools/guide/*"]),
+        ("tests/guide/test_tables.py", ["tools/guide/*"]),
         ("tests/testing/test_readme.py", ["README.md"]),
     ],
 )

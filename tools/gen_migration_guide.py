@@ -83,15 +83,15 @@ def tape_over_function_verdict(codes: dict[str, str], outputs: dict[str, str]) -
 
 
 def _report_generators() -> dict[str, Callable[[], str]]:
-    from compat.guide import contexts, facts, forward, modes, tables
-    from compat.guide.run import guide_report
     from compat.scenarios import SCENARIOS
+    from tools.guide import contexts, facts, forward, modes, tables
+    from tools.guide.run import guide_report
 
     def scenarios() -> str:
         used = {c.scenario for c in guide_report().cells if c.spec == "ste"}
         return "\n".join(f"- `{s.name}`: {s.description}" for s in SCENARIOS.values() if s.name in used)
 
-    from compat.guide import distributed
+    from tools.guide import distributed
 
     report = guide_report
     return {
@@ -145,7 +145,7 @@ def regenerate(text: str, matrix: Path | None = None) -> str:
     """The guide with every generated part recomputed; `releases` is kept unless `matrix` is given."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from compat.distribute import use_logical_cpus
-    from compat.guide.blocks import run_blocks
+    from tools.guide.blocks import run_blocks
 
     use_logical_cpus()  # the distributed section's MirroredStrategy; before this process runs any op
 

@@ -1,6 +1,6 @@
 """Guide blocks run each in a fresh process: what they print, what they raise, and no state shared."""
 
-from compat.guide.blocks import run_blocks
+from tools.guide.blocks import run_blocks
 
 
 def test_blocks_report_output_and_exceptions_and_share_no_registry():

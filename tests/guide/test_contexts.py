@@ -4,8 +4,8 @@ only what the run shows."""
 import pytest
 
 from compat.checker import check
-from compat.guide import contexts
-from compat.guide.run import straight_through
+from tools.guide import contexts
+from tools.guide.run import straight_through
 
 
 @pytest.fixture(name="report", scope="module")

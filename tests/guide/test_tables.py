@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from compat.guide import tables
 from compat.results import Upstream
+from tools.guide import tables
 
 
 def test_upstreams_read_as_values_slices_or_none():

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from compat.checker import Cell, CheckReport
-from compat.guide.run import cells
 from compat.registry import BASIC_CONTEXTS, CONTEXT_INFO, MECHANISM_INFO
 from compat.reports.table import representation_only
 from compat.results import Upstream
+from tools.guide.run import cells
 
 MAX_WIDTH = 120
 CONTEXTS = BASIC_CONTEXTS

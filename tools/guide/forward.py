@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from compat.checker import CheckReport
-from compat.guide.tables import markdown_table
 from compat.reports import forward
+from tools.guide.tables import markdown_table
 
 _SPECS = ("ste", "multi_output_int")
 

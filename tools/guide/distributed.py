@@ -7,8 +7,8 @@ import functools
 
 from compat.catalogue import clip_by_norm
 from compat.checker import Cell, CheckReport, check
-from compat.guide.run import straight_through
-from compat.guide.tables import markdown_table, upstream_text
+from tools.guide.run import straight_through
+from tools.guide.tables import markdown_table, upstream_text
 
 VARIANTS = ("custom_gradient@mirrored_tape", "custom_gradient@mirrored_v1", "override_map@mirrored_v1")
 SCENARIOS = ("sum", "mean", "weighted", "gather")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 
 from compat.checker import Cell, CheckReport
-from compat.guide.run import cells
-from compat.guide.tables import CONTEXTS, MECHANISMS, markdown_table, verdict
+from tools.guide.run import cells
+from tools.guide.tables import CONTEXTS, MECHANISMS, markdown_table, verdict
 
 
 def later_contexts(report: CheckReport) -> list[str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 
 from compat.checker import Cell, CheckReport, check
-from compat.guide.run import cells, straight_through
-from compat.guide.tables import upstream_text
+from tools.guide.run import cells, straight_through
+from tools.guide.tables import upstream_text
 
 JACOBIANS = ("jacobian_loop", "jacobian_pfor")
 FORWARD = "forward_accumulator"

@@ -1,4 +1,4 @@
-"""Child process for compat.guide.blocks: import TensorFlow once, then fork once per block.
+"""Child process for tools.guide.blocks: import TensorFlow once, then fork once per block.
 
 Reads a JSON list of code strings on stdin, writes a JSON list of {stdout, exception} on stdout. Each block
 runs in its own forked process (fresh gradient registry, eager mode, namespace), created before TensorFlow

@@ -10,10 +10,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from compat.child import child_env, killed_on_exit, start
 
 _TIMEOUT_SECONDS = 600
+_ROOT = str(Path(__file__).resolve().parent.parent.parent)  # the checkout: `tools.guide` is not installed
 _EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(Error|Exception|Exit)): (?P<message>.*)$")
 
 
@@ -54,7 +56,7 @@ def run_blocks(codes: Sequence[str]) -> list[BlockRun]:
     import is most of a block's time), or, where there is no fork, one fresh interpreter per block."""
     if not hasattr(os, "fork"):
         return [run_block(code) for code in codes]
-    runner = start([sys.executable, "-m", "compat.guide._fork_runner"], env=_env(), stdin=subprocess.PIPE,
+    runner = start([sys.executable, "-m", "tools.guide._fork_runner"], env=_env(), stdin=subprocess.PIPE,
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with killed_on_exit(runner):  # a timeout (TimeoutExpired) or Ctrl-C kills the runner and its forks
         out, err = runner.communicate(json.dumps(list(codes)).encode(), timeout=_TIMEOUT_SECONDS * max(1, len(codes)))
@@ -65,4 +67,4 @@ def run_blocks(codes: Sequence[str]) -> list[BlockRun]:
 
 
 def _env() -> dict[str, str]:
-    return child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONIOENCODING="utf-8")
+    return child_env([_ROOT], TF_CPP_MIN_LOG_LEVEL="3", PYTHONIOENCODING="utf-8")

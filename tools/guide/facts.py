@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from compat.checker import Cell, CheckReport
-from compat.guide.run import cells
-from compat.guide.tables import CONTEXT_HEADERS, CONTEXTS, values
 from compat.registry import CONTEXT_INFO, CONTEXT_NAMES, DEFUN_MECHANISMS, TF1_MECHANISMS
 from compat.results import Upstream
+from tools.guide.run import cells
+from tools.guide.tables import CONTEXT_HEADERS, CONTEXTS, values
 
 _NATIVE_V1 = tuple(f"{m}@v1_session" for m in TF1_MECHANISMS)
 _CUSTOM = tuple(f"custom_gradient@{c}" for c in CONTEXTS)
