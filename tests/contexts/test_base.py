@@ -6,8 +6,8 @@ import tensorflow as tf
 
 from compat.contexts import ALL_CONTEXTS, CONTEXTS, Case
 from compat.downstream import SUM, Downstream
+from tests.contexts.conftest import X, failing_at_run_time, failing_build, square_op
 
-X = np.array([1.0, -2.0, 3.0], np.float32)
 EXACT = [name for name in CONTEXTS if name not in ("mixed_precision", "saved_model_stripped")]
 """Contexts that compute these values exactly (mixed_precision overflows them in float16 under its 2**15 loss
 scale, as training would: tests/contexts/test_mixed_precision.py; saved_model_stripped drops the custom
@@ -17,38 +17,6 @@ WITH_GRAD_YS_AND_SECOND_ORDER = [name for name in EXACT if name != "keras_fit"]
 DROP_CUSTOM_GRADIENTS = ["vectorized_map"]
 """Contexts where TensorFlow differentiates a tf.custom_gradient's forward instead of calling its gradient (pfor
 rewrites the op: tests/contexts/test_recompute.py), so a gradient that fails never runs."""
-
-
-def square_op():
-    """x**2 with its true gradient written by hand, so second order is 2 everywhere."""
-
-    @tf.custom_gradient
-    def square(x):
-        def grad(dy):
-            return 2.0 * x * dy
-
-        return x * x, grad
-
-    return lambda x: (square(x),)
-
-
-def failing_build():
-    raise RuntimeError("cannot build this one")
-
-
-def failing_at_run_time():
-    """Builds fine everywhere; its gradient fails when it runs."""
-
-    @tf.custom_gradient
-    def checked(x):
-        def grad(dy):
-            check = tf.debugging.Assert(tf.reduce_all(x > 100.0), [x])
-            with tf.control_dependencies([check]):
-                return tf.identity(dy)
-
-        return tf.identity(x), grad
-
-    return lambda x: (checked(x),)
 
 
 @pytest.mark.parametrize("context", EXACT)

@@ -13,7 +13,7 @@ import compat.contexts
 from compat.contexts import CONTEXTS, Case
 from compat.contexts.isolation import isolate
 from compat.downstream import SUM
-from tests.contexts.test_base import X, failing_at_run_time, square_op
+from tests.contexts.conftest import X, failing_at_run_time, square_op
 
 
 def _attempts(keys, failing, variant=lambda key: ""):
