@@ -65,6 +65,7 @@ from compat.checker import CheckReport, check  # noqa: E402
 from compat.contexts import CONTEXTS  # noqa: E402
 from compat.dtypes import DTYPES  # noqa: E402
 from compat.mechanisms import MECHANISMS  # noqa: E402
+from compat.reports.timings import without_timings  # noqa: E402
 from compat.scenarios import SCENARIOS  # noqa: E402
 from compat.workers import usable_cpus  # noqa: E402
 
@@ -183,11 +184,6 @@ def _numbers_masked(value: Any) -> Any:
     return value
 
 
-def _untimed(report: dict[str, Any]) -> dict[str, Any]:
-    """The report without each unit's seconds (timed per run, like any wall time)."""
-    return {**report, "units": [{**unit, "seconds": 0} for unit in report.get("units", [])]}
-
-
 def compare_reports(one: Path, many: Path) -> tuple[bool, str]:
     """(acceptable, what differs) between the --jobs=1 and --jobs=N JSON reports.
 
@@ -196,7 +192,7 @@ def compare_reports(one: Path, many: Path) -> tuple[bool, str]:
     differ only in such numbers are counted apart; each unit's seconds are not compared; any other difference is a
     failure.
     """
-    a, b = (_untimed(json.loads(path.read_text())) for path in (one, many))
+    a, b = (without_timings(json.loads(path.read_text())) for path in (one, many))
     other = sorted(key for key in a if key != "cells" and a[key] != b.get(key))
     if other or len(a["cells"]) != len(b["cells"]):
         return False, f"reports differ: {other or 'the number of cells'}"

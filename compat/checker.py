@@ -10,7 +10,8 @@ from typing import Any
 import tensorflow as tf
 
 from compat.comparison import DEFAULT_REFERENCE, CellStatus, Difference, cell_status, compare
-from compat.distribute.compare import compare_distributed, references
+from compat.distribute.compare import References, compare_distributed
+from compat.distribute.reference_runs import shard_references
 from compat.dtypes import DTYPES, TOLERANCES, cast_spec
 from compat.probe import UserCodeError, describe_exception, user_exception
 from compat.references import compute, select_references
@@ -237,20 +238,47 @@ def _check_one(spec: GradientSpec, dtype: str, scenarios: Sequence[Scenario], va
     applicable, skipped = _applicable(typed, scenarios)
     if not applicable:
         return [], skipped
+    ran = run_unit(typed, applicable, to_run, reference)
+    return compare_unit(ran, dtype, variants, reference), skipped
+
+
+@dataclasses.dataclass(frozen=True)
+class UnitRun:
+    """What the run stage hands the comparison for one spec in one dtype: values only, nothing left to run."""
+
+    spec: str
+    scenarios: tuple[str, ...]
+    results: dict[tuple[str, str], VariantResult]
+    """(variant, scenario) -> its result."""
+    baselines: dict[str, str]
+    """Scenario -> the variant its cells are compared with (`_baseline`)."""
+    distributed: References | None
+    """The single-device runs the distributed cells are compared with (None when no cell is distributed)."""
+
+
+def run_unit(typed: GradientSpec, applicable: Sequence[Scenario], to_run: Sequence[str], reference: str) -> UnitRun:
+    """Run every variant of `to_run` on every applicable scenario, and the single-device references of the
+    distributed cells (per shard and on the whole batch scaled), each in its scenario's baseline variant."""
     downstreams = [scenario.downstream(typed) for scenario in applicable]
     results = run_matrix(typed, downstreams, to_run)
     by_key = {(r.variant, r.downstream): r for r in results}
     baselines = {s.name: _baseline(reference, {v: by_key[v, s.name] for v in to_run}) for s in applicable}
     distributed = [r for r in results if r.replicas]
-    refs = references(typed, {d.name: d for d in downstreams}, distributed, baselines) if distributed else None
+    refs = (shard_references(typed, {d.name: d for d in downstreams}, distributed, baselines)
+            if distributed else None)
+    return UnitRun(typed.name, tuple(s.name for s in applicable), by_key, baselines, refs)
+
+
+def compare_unit(ran: UnitRun, dtype: str, variants: Sequence[str], reference: str) -> list[Cell]:
+    """The cells of one run unit, each compared with its scenario's baseline; runs no TensorFlow."""
     cells = []
-    for scenario in applicable:
-        baseline = baselines[scenario.name]
+    for scenario in ran.scenarios:
+        baseline = ran.baselines[scenario]
         for variant in variants:
-            result = by_key[variant, scenario.name]
-            differences = compare(result, by_key[baseline, scenario.name]) if variant != baseline else ()
-            if refs is not None and result.replicas:
-                differences = compare_distributed(result, by_key[baseline, scenario.name], refs)
+            result = ran.results[variant, scenario]
+            differences = compare(result, ran.results[baseline, scenario]) if variant != baseline else ()
+            if ran.distributed is not None and result.replicas:
+                differences = compare_distributed(result, ran.results[baseline, scenario], ran.distributed)
             if variant == baseline:  # compared with nothing, but its own contract still counts
                 differences = tuple(d for d in compare(result, result) if d.kind == "contract")
             native = is_native(variant)
@@ -259,9 +287,9 @@ def _check_one(spec: GradientSpec, dtype: str, scenarios: Sequence[Scenario], va
             # so is a native gradient TensorFlow silently accepted although it breaks the contract.
             unexpected = native and (status == "error" or any(d.kind == "contract" for d in differences) or (
                 variant not in (baseline, reference) and any(d.breaking for d in differences)))
-            cells.append(Cell(spec.name, scenario.name, dtype, variant, native, status,
+            cells.append(Cell(ran.spec, scenario, dtype, variant, native, status,
                               differences, result, baseline, unexpected))
-    return cells, skipped
+    return cells
 
 
 def _with_forward(spec: GradientSpec, dtype: str, chosen: Plan, cells: list[Cell]) -> list[Cell]:

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from compat.comparison import DEFAULT_REFERENCE
-from compat.workers import Loader, WorkerConfig, Workload, load_in_worker, run_unit, usable_cpus
+from compat.workers import Loader, WorkerConfig, Workload, load_in_worker, run_unit, usable_cpus, worker_config
 
 if TYPE_CHECKING:
     from compat.checker import CheckReport, Plan, Progress, UnitResult
@@ -61,8 +61,7 @@ def check_on_dask(load: Loader, dtypes: Sequence[str] | None = None, variants: S
     specs, scenarios = loaded if loaded is not None else load()
     chosen = plan(scenarios, dtypes, variants, reference, references)
     todo = shard_units(specs, chosen, shard, durations)
-    config = WorkerConfig(load, chosen.dtypes, tuple(variants) if variants is not None else None, reference,
-                          tuple(spec.name for spec in specs), quiet_import, chosen.references)
+    config = worker_config(load, chosen, variants, reference, specs, quiet_import)
     labels = [f"{specs[index].name} {dtype}" for index, dtype in todo]
     if progress:
         progress(0, len(todo), f"connecting to the Dask scheduler at {scheduler}" if scheduler else
@@ -106,8 +105,8 @@ def _run(client: Any, config: WorkerConfig, todo: Sequence[tuple[int, str]], lab
     number_of: dict[str, int] = {}
 
     def submit(number: int, attempt: int) -> Any:
-        future = client.submit(_unit_task, pickled, config.quiet_import, todo[number], pure=False, retries=0,
-                               key=f"gradcompat-{run}-{number}-{attempt}")
+        future = client.submit(_unit_task, pickled, (config.quiet_import, config.logical_cpus), todo[number],
+                               pure=False, retries=0, key=f"gradcompat-{run}-{number}-{attempt}")
         number_of[future.key] = number
         return future
 
@@ -161,10 +160,10 @@ def _outcome(outcome: Any, spec: str, dtype: str, chosen: Plan) -> tuple[UnitRes
     return (broken_spec_cells(spec, dtype, chosen, payload), []), 0.0
 
 
-def _unit_task(config: bytes, quiet_import: bool, unit: tuple[int, str]) -> tuple[str, Any]:
+def _unit_task(config: bytes, start: tuple[bool, bool], unit: tuple[int, str]) -> tuple[str, Any]:
     """On a worker: ("done", (result, seconds)) or ("failed", why); the specs load on its first unit only."""
     if config not in _LOADED:
-        _LOADED[config] = load_in_worker(config, quiet_import)
+        _LOADED[config] = load_in_worker(config, *start)
     loaded = _LOADED[config]
     if isinstance(loaded, str):
         return "failed", loaded

@@ -86,9 +86,7 @@ class ReturnedUpstreams:
         """Record one call per captured gradient-function entry, from the returned values in order."""
         flat = iter(values)
         for probe, site, count in self._pending:
-            with probe._lock:
-                probe.calls.append(site.records([_to_numpy(next(flat)) for _ in range(count)]))
-                probe.call_replicas.append(None)
+            probe.record_call(site.records([_to_numpy(next(flat)) for _ in range(count)]))
 
 
 _returning = threading.local()
@@ -343,6 +341,30 @@ class Probe:
     def where(self) -> str:
         return f"spec `{self.spec.name}`, variant `{self.variant}`"
 
+    def record_call(self, upstreams: tuple[Upstream, ...], replica: int | None = None) -> int:
+        """Record one run-time call of the gradient function with the upstreams it received (and the replica that
+        made it under a tf.distribute strategy); return how many calls are recorded. For calls observed elsewhere
+        (a loaded SavedModel's log, a worker process, a compiled function's returned tensors)."""
+        with self._lock:
+            self.calls.append(upstreams)
+            self.call_replicas.append(replica)
+            return len(self.calls)
+
+    def order_calls_by_replica(self) -> None:
+        """Sort the recorded calls by replica, each replica's own calls kept in order: replicas run concurrently,
+        so the order their calls arrive in (and so the cell's first upstream) varies from run to run. Calls whose
+        replica is unknown (a Defun body does not see the strategy) come first, ordered by what they received."""
+        with self._lock:
+            pairs = sorted(zip(self.call_replicas, self.calls, strict=True),
+                           key=lambda pair: (-1, _content_key(pair[1])) if pair[0] is None else (pair[0], ()))
+            self.call_replicas[:] = [replica for replica, _ in pairs]
+            self.calls[:] = [call for _, call in pairs]
+
+    def note_violation(self, problem: str) -> None:
+        """Note a broken gradient contract (a wrong dtype, shape or count), once, in `violations`."""
+        if problem not in self.violations:
+            self.violations.append(problem)
+
     def reset_calls(self) -> None:
         """Forget run-time calls (before a graph is run again); build-time facts are kept."""
         with self._lock:
@@ -447,14 +469,9 @@ class Probe:
         replica = _replica_id()
 
         def record(*values: np.ndarray) -> np.int64:
-            with self._lock:
-                if replica is None:
-                    self.call_replicas.append(None)
-                else:
-                    self.call_replicas.append(int(values[0]))
-                    values = values[1:]
-                self.calls.append(site.records([_to_numpy(v) for v in values]))
-                return np.int64(len(self.calls))
+            if replica is None:
+                return np.int64(self.record_call(site.records([_to_numpy(v) for v in values])))
+            return np.int64(self.record_call(site.records([_to_numpy(v) for v in values[1:]]), int(values[0])))
 
         self._recorders.append(record)
         inputs = tensors if replica is None else [replica, *tensors]
@@ -479,7 +496,7 @@ class Probe:
         expected: Sequence[Any] = self.spec.sources if _missing_op(inputs) else inputs
         prefix = "gradient" if what == "input" else f"{what} gradient"
         if len(grads) != len(expected):
-            self._violate(f"{prefix} returned {len(grads)} value{'s' * (len(grads) != 1)} for "
+            self.note_violation(f"{prefix} returned {len(grads)} value{'s' * (len(grads) != 1)} for "
                           f"{len(expected)} {what}{'s' * (len(expected) != 1)}; return one gradient (or None) "
                           f"per {what}, in {what} order")
         checked: list[Any] = []
@@ -498,18 +515,14 @@ class Probe:
                 continue
             dtype = tf.as_dtype(value.dtype)
             if grad.dtype.base_dtype != dtype.base_dtype:
-                self._violate(f"{prefix}[{index}] has dtype {grad.dtype.name} but {what} {index} has dtype "
+                self.note_violation(f"{prefix}[{index}] has dtype {grad.dtype.name} but {what} {index} has dtype "
                               f"{dtype.name}; cast it with tf.cast(grad, x.dtype)")
             shape, value_shape = component(grad).shape, component(value).shape  # a composite's: its values'
             if not isinstance(grad, tf.IndexedSlices) and not shape.is_compatible_with(value_shape):
-                self._violate(f"{prefix}[{index}] has shape {shape} but {what} {index} has shape "
+                self.note_violation(f"{prefix}[{index}] has shape {shape} but {what} {index} has shape "
                               f"{value_shape}; a gradient must have its {what}'s shape")
             checked.append(grad)
         return checked
-
-    def _violate(self, problem: str) -> None:
-        if problem not in self.violations:
-            self.violations.append(problem)
 
 
 def _usable_here(variable: Any) -> bool:
@@ -526,6 +539,12 @@ def _usable_here(variable: Any) -> bool:
 def _as_sequence(values: Sequence[Any]) -> Sequence[Any]:
     """What the gradient function receives: a tuple, or LazyTensors as they are (read only if used)."""
     return values if isinstance(values, LazyTensors) else tuple(values)
+
+
+def _content_key(call: tuple[Upstream, ...]) -> tuple[tuple[str, str, bytes], ...]:
+    """A total order on calls by what they received, for calls nothing else orders."""
+    return tuple((upstream.kind, upstream.dtype or "", b"" if upstream.value is None else upstream.value.tobytes())
+                 for upstream in call)
 
 
 def _replica_id() -> tf.Tensor | None:

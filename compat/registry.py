@@ -81,11 +81,11 @@ _CONTEXTS = (
     ContextInfo("recompute_grad", "tf.recompute_grad", "compat.contexts.recompute:RecomputeGrad", native=False),
     ContextInfo("vectorized_map", "tf.vectorized_map", "compat.contexts.recompute:VectorizedMap", native=False,
                 opt_in=True),
-    ContextInfo("mirrored_tape", "MirroredStrategy tape", "compat.contexts.mirrored:MirroredTape", native=False,
+    ContextInfo("mirrored_tape", "MirroredStrategy tape", "compat.distribute.mirrored:MirroredTape", native=False,
                 opt_in=True, distributed=True, needs_logical_cpus=True),
-    ContextInfo("mirrored_v1", "v1 MirroredStrategy", "compat.contexts.mirrored:MirroredV1", uses_tape=False,
+    ContextInfo("mirrored_v1", "v1 MirroredStrategy", "compat.distribute.mirrored:MirroredV1", uses_tape=False,
                 native=False, opt_in=True, distributed=True, needs_logical_cpus=True),
-    ContextInfo("multi_worker", "MultiWorkerMirroredStrategy", "compat.contexts.multi_worker:MultiWorker",
+    ContextInfo("multi_worker", "MultiWorkerMirroredStrategy", "compat.distribute.multi_worker:MultiWorker",
                 native=False, opt_in=True, distributed=True),
 )
 

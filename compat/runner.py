@@ -13,11 +13,10 @@ import tensorflow as tf
 from tensorflow.python.framework import ops
 
 from compat.contexts import ALL_CONTEXTS, Case, Outcome
-from compat.contexts.mirrored import NotShardable
 from compat.downstream import Downstream, as_downstream
 from compat.mechanisms.base import applied
 from compat.probe import Probe, UserCodeError, describe_exception
-from compat.results import Upstream, VariantResult, intern_array
+from compat.results import NotShardable, Upstream, VariantResult, intern_array
 from compat.spec import GradientSpec
 from compat.variants import parse_variant, select
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from compat._quiet_import import import_tensorflow_hiding_chatter
 from compat.child import describe_exit, stderr_tail
 from compat.comparison import DEFAULT_REFERENCE
+from compat.registry import needs_logical_cpus
 
 if TYPE_CHECKING:  # this module is imported by every worker before TensorFlow, which it imports quietly
     from compat.checker import CheckReport, Plan, Progress, UnitResult
@@ -59,6 +60,16 @@ class WorkerConfig:
     spec_names: tuple[str, ...]
     quiet_import: bool
     references: tuple[str, ...] | None = None
+    logical_cpus: bool = False
+    """Whether the variants name a context that needs 2 logical CPUs: the worker splits its CPU before loading."""
+
+
+def worker_config(load: Loader, chosen: Plan, variants: Sequence[str] | None, reference: str,
+                  specs: Sequence[GradientSpec], quiet_import: bool) -> WorkerConfig:
+    """What every worker of this check is sent (the process pool's and Dask's alike)."""
+    return WorkerConfig(load, chosen.dtypes, tuple(variants) if variants is not None else None, reference,
+                        tuple(spec.name for spec in specs), quiet_import, chosen.references,
+                        logical_cpus=needs_logical_cpus(variants or ()))
 
 
 def check_in_workers(load: Loader, dtypes: Sequence[str] | None = None, variants: Sequence[str] | None = None,
@@ -82,8 +93,7 @@ def check_in_workers(load: Loader, dtypes: Sequence[str] | None = None, variants
     workers = min(jobs or usable_cpus(), len(todo))
     if workers <= 1:
         return check_units(specs, chosen, todo, progress, shard)
-    config = WorkerConfig(load, chosen.dtypes, tuple(variants) if variants is not None else None, reference,
-                          tuple(spec.name for spec in specs), quiet_import, chosen.references)
+    config = worker_config(load, chosen, variants, reference, specs, quiet_import)
     labels = [f"{specs[index].name} {dtype}" for index, dtype in todo]
     pool = _Pool(config, workers)
     results = pool.run(todo, labels, chosen, progress)
@@ -101,7 +111,8 @@ class _Worker:
         self.unit_start = 0  # where the running unit's stderr begins
         # Pickled here, unpickled by the worker once it has imported TensorFlow quietly (loading may import it).
         self.process = context.Process(
-            target=_serve, args=(child, pickle.dumps(config), config.quiet_import, self.stderr_path),
+            target=_serve, args=(child, pickle.dumps(config), (config.quiet_import, config.logical_cpus),
+                                 self.stderr_path),
             name="gradcompat-worker")
         self.unit: int | None = None
         self.unit_started = 0.0  # time.perf_counter() when the running unit was sent
@@ -266,11 +277,11 @@ def _death(code: int | None) -> str:
             f"process crashed); run this spec alone with --jobs=1 to see the whole crash")
 
 
-def _serve(connection: Any, pickled_config: bytes, quiet_import: bool, stderr_path: str) -> None:
+def _serve(connection: Any, pickled_config: bytes, start: tuple[bool, bool], stderr_path: str) -> None:
     """A worker's loop: load once, then run each unit it is sent until it is sent None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it kills the workers
     _stderr_to(stderr_path)
-    loaded = load_in_worker(pickled_config, quiet_import)
+    loaded = load_in_worker(pickled_config, *start)
     while True:
         try:
             unit = connection.recv()
@@ -299,11 +310,17 @@ def run_unit(specs: Sequence[GradientSpec], chosen: Plan, unit: tuple[int, str])
     return result, time.perf_counter() - start
 
 
-def load_in_worker(pickled_config: bytes, quiet_import: bool) -> tuple[Sequence[GradientSpec], Plan] | str:
-    """In a worker process: import TensorFlow (quietly if asked), then unpickle the config (loading may import
-    TensorFlow), load the specs and plan the check; or what went wrong, for the cells of every unit it is sent."""
+def load_in_worker(pickled_config: bytes, quiet_import: bool,
+                   logical_cpus: bool = False) -> tuple[Sequence[GradientSpec], Plan] | str:
+    """In a worker process: import TensorFlow (quietly if asked) and split the CPU into logical CPUs if asked
+    (before anything can run an op), then unpickle the config (loading may import TensorFlow), load the specs
+    and plan the check; or what went wrong, for the cells of every unit it is sent."""
     try:
         _import_tensorflow(quiet_import)
+        if logical_cpus:
+            from compat.distribute import use_logical_cpus
+
+            use_logical_cpus()  # if it cannot, the distributed cells say why (unsupported), as with --jobs=1
         from compat.checker import plan
 
         config: WorkerConfig = pickle.loads(pickled_config)

@@ -14,6 +14,22 @@ from compat.distribute import use_logical_cpus
 # whatever their names (`tf_grouping_op_test.py` is a common one).
 collect_ignore_glob = ["data/real/*"]
 
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--runslow", action="store_true",
+                     help="also run the tests marked `slow` (whole-system runs of the catalogue, the guide, "
+                          "the benchmarks): CI runs them, the default run leaves them out to stay under 15 minutes")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow: a whole-system run; `pytest --runslow` runs it (CI does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 # Before any test runs a TensorFlow op: the mirrored contexts need 2 logical CPUs (tests/distribute).
 _LOGICAL_CPUS_PROBLEM = use_logical_cpus()
 

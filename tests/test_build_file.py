@@ -253,6 +253,19 @@ def test_tests_see_conftest_helpers_and_fixtures(targets: dict[str, Target]) -> 
     assert not missing, f"filegroup `{TEST_SUPPORT}` misses {missing}; Bazel tests could not read them"
 
 
+def test_no_test_module_imports_another_test_module(targets: dict[str, Target]) -> None:
+    """A py_test gets its own file and test_support only: shared helpers belong in a conftest.py."""
+    tests = set(pytest_files())
+    imports = {}
+    for module in tests:
+        for node in ast.walk(ast.parse((REPO / module).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests."):
+                imported = node.module.replace(".", "/") + ".py"
+                if imported in tests and imported not in resolve(targets, targets[module[:-3]].files("data")):
+                    imports[module] = imported
+    assert not imports, f"move what they share into a conftest.py (Bazel gives no test another's file): {imports}"
+
+
 @pytest.mark.parametrize(
     ("test_file", "needs"),
     [

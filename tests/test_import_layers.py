@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "compat"
 
 KNOWN_CYCLES = [
-    {"compat.contexts", "compat.distribute", "compat.runner", "compat.variants"},
     {"compat.mechanisms", "compat.signature"},
 ]
 """Cycles issue #28 removes. The test fails on a new cycle, and on a listed one that is gone (delete it here)."""

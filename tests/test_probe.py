@@ -1,11 +1,15 @@
 """The probe records at the gradient function's entry, each time it runs, in eager and in graphs."""
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import tensorflow as tf
 
 import compat
 from compat.mechanisms import MECHANISMS
 from compat.probe import Probe
+from compat.results import Upstream
 
 X = np.array([1.0, -2.0, 3.0], np.float32)
 
@@ -61,3 +65,72 @@ def test_first_user_error_wins_and_names_spec_and_variant():
     probe.fail("second problem")
     assert probe.error is first
     assert str(first) == "spec `named`, variant `custom_gradient@v1_tape`: first problem"
+
+
+def _probe_private_names() -> set[str]:
+    probe = Probe(_spec(), "custom_gradient@eager_tape")
+    names = {*vars(probe), *vars(Probe)}
+    return {name for name in names if name.startswith("_") and not name.startswith("__")}
+
+
+def _writes_outside_the_probe(tree: ast.AST, private: set[str]) -> list[str]:
+    """`x._private` for a probe's private name, or `x.calls.append(...)`-style writes to its records, x not self."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or (isinstance(node.value, ast.Name) and node.value.id == "self"):
+            continue
+        if node.attr in private:
+            found.append(f"line {node.lineno}: .{node.attr}")
+        elif (node.attr in ("append", "extend", "clear", "insert") and isinstance(node.value, ast.Attribute)
+              and node.value.attr in ("calls", "call_replicas", "violations")):
+            found.append(f"line {node.lineno}: .{node.value.attr}.{node.attr}")
+    return found
+
+
+def test_no_module_outside_the_probe_touches_its_internals_or_writes_its_records():
+    root = Path(compat.__file__).parent
+    private = _probe_private_names()
+    assert {"_lock", "_recorders"} <= private  # the scan below looks for real names
+    offenders = {}
+    for path in [*root.rglob("*.py"), *(root.parent / "benchmarks").rglob("*.py")]:
+        if path == root / "probe.py":
+            continue
+        found = _writes_outside_the_probe(ast.parse(path.read_text()), private)
+        if found:
+            offenders[str(path.relative_to(root.parent))] = found
+    assert offenders == {}, f"use Probe.record_call / Probe.note_violation instead: {offenders}"
+
+
+def test_record_call_appends_the_call_and_its_replica_and_counts():
+    probe = Probe(_spec(), "custom_gradient@eager_tape")
+    call = (Upstream("none"),)
+    assert probe.record_call(call) == 1 and probe.record_call(call, replica=1) == 2
+    assert probe.calls == [call, call] and probe.call_replicas == [None, 1]
+    probe.note_violation("wrong dtype")
+    probe.note_violation("wrong dtype")
+    assert probe.violations == ["wrong dtype"]
+
+
+def test_calls_are_ordered_by_replica_keeping_each_replicas_own_order():
+    """Replicas run concurrently: the cell's upstreams must not depend on which one's call arrived first."""
+    probe = Probe(_spec(), "custom_gradient@mirrored_tape")
+    first, second, third = (Upstream("none"),), (Upstream("dense", "float32"),), (Upstream("dense", "float64"),)
+    for call, replica in ((first, 1), (second, 0), (third, 1), (first, 0)):
+        probe.record_call(call, replica=replica)
+    probe.order_calls_by_replica()
+    assert probe.call_replicas == [0, 0, 1, 1] and probe.calls == [second, first, first, third]
+
+
+def test_calls_of_unknown_replicas_are_ordered_by_what_they_received():
+    """A Defun body under a v1 MirroredStrategy does not see its replica: arrival order must not decide."""
+    import numpy as np
+
+    low, high = ((Upstream("dense", "float32", value=np.array([v], np.float32)),) for v in (1.0, 2.0))
+    orders = []
+    for arrival in ((high, low), (low, high)):
+        probe = Probe(_spec(), "defun_grad_func@mirrored_v1")
+        for call in arrival:
+            probe.record_call(call)
+        probe.order_calls_by_replica()
+        orders.append([call[0].value.tolist() for call in probe.calls])
+    assert orders[0] == orders[1] and sorted(orders[0]) == [[1.0], [2.0]]

@@ -43,7 +43,7 @@ def test_every_registered_context_is_implemented_and_every_implementation_regist
         info = registry.CONTEXT_INFO[name]
         assert type(context) is _load(info.implementation), name
         assert (info.native, info.opt_in, info.uses_tape) == (context.native, context.opt_in, context.uses_tape)
-        from compat.contexts.mirrored import DistributedContext
+        from compat.distribute.mirrored import DistributedContext
 
         assert info.distributed == isinstance(context, DistributedContext), name
         assert not info.needs_logical_cpus or info.distributed, name

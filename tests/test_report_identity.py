@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a whole-system run: `pytest --runslow` (CI) runs it
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "report_identity.py"
 BASE = "5639542865b0b892de81576ab7100ce5d3ed0d75"

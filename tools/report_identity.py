@@ -28,6 +28,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from compat.reports.timings import without_timings  # noqa: E402  (this checkout's, applied to both sides)
+
 SMALL_CHECK = ["--specs=scaled_ste,two_input_mul,multi_output_int", "--scenarios=sum,gather,unused_output,second_order",
                "--variants=*@v1_session,*@eager_tape,*@function_tape,*@saved_model"]
 TINY_CHECK = ["--specs=scaled_ste", "--scenarios=sum,gather,second_order",
@@ -61,10 +64,7 @@ def _written(done: subprocess.CompletedProcess[str], path: Path, what: str) -> b
 
 
 def _untimed(data: bytes) -> bytes:
-    report = json.loads(data)
-    for unit in report.get("units", []):
-        unit.pop("seconds", None)
-    return json.dumps(report, indent=1, sort_keys=True).encode()
+    return json.dumps(without_timings(json.loads(data)), indent=1, sort_keys=True).encode()
 
 
 def check_reports(side: Path, work: Path, out: Path, check_args: list[str]) -> dict[str, bytes]:

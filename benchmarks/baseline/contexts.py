@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from baseline.gradients import tape_fn
 from baseline.mechanisms import Op
+from compat.contexts.isolation import isolate
 from compat.downstream import Downstream
 
 
@@ -53,14 +54,15 @@ def run_graph(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, 
         initialize = tf.compat.v1.global_variables_initializer()
     with tf.compat.v1.Session(graph=graph) as session:
         session.run(initialize)
-        feed = {p: v for _, _, _, case_feed in built.values() for p, v in case_feed.items()}
-        try:
-            values = session.run({key: (fetch, anchors) for key, (_, fetch, anchors, _) in built.items()}, feed)
-        except Exception:  # noqa: BLE001 - as the harness: run each alone to keep the others.
-            values = {}
-            for key, (_, fetch, anchors, case_feed) in built.items():
-                with contextlib.suppress(Exception):
-                    values[key] = session.run((fetch, anchors), case_feed)
+
+        def attempt(keys: list[Any]) -> tuple[dict[Any, Any], list[Any]]:
+            feed = {p: v for key in keys for p, v in built[key][3].items()}
+            try:
+                return session.run({key: built[key][1:3] for key in keys}, feed), []
+            except Exception:  # noqa: BLE001 - as the harness: find the failing cases, keep the others.
+                return {}, keys if len(keys) > 1 else []
+
+        values = isolate(list(built), attempt, variant=lambda key: key[3])
     for key, value in values.items():
         out[key] = _unflatten(built[key][0], value[0])
 
@@ -78,15 +80,20 @@ def run_eager(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, 
 def run_function(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, list]], out: Grads,
                  jit_compile: bool = False) -> None:
     """Every case traced into one tf.function (XLA-compiled with `jit_compile`), called once; when that run
-    fails, the failing cases are found as the harness finds them (compat/contexts/function.py)."""
-    failed = _run_traced(cases, compute, out, jit_compile)
-    if failed:
-        _settle(failed, lambda batch: _run_traced(batch, compute, out, jit_compile))
+    fails, the failing cases are found by the harness's own search (compat.contexts.isolation)."""
+
+    def attempt(indices: list[int]) -> tuple[dict[int, None], list[int]]:
+        failed = _run_traced([all_cases[index] for index in indices], compute, out, jit_compile)
+        return {}, [indices[position] for position in failed]
+
+    all_cases = list(cases)
+    isolate(range(len(all_cases)), attempt, variant=lambda index: all_cases[index].key[3])
 
 
 def _run_traced(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list, list]], out: Grads,
-                jit_compile: bool) -> list[BaselineCase]:
-    """Trace and run `cases` in one tf.function; the cases that traced, when several did and the run failed."""
+                jit_compile: bool) -> list[int]:
+    """Trace and run `cases` in one tf.function; the positions of those that traced, when several did and the run
+    failed."""
     variables = [[tf.Variable(v) for v in case.variables] for case in cases]  # created once, outside
     traced: list[int] = []
 
@@ -110,27 +117,10 @@ def _run_traced(cases: Sequence[BaselineCase], compute: Callable[..., tuple[list
     try:
         values = concrete(*[v for case in cases for v in case.inputs])
     except Exception:  # noqa: BLE001 - one of them fails at run time (or XLA refuses it)
-        return [cases[index] for index in traced] if len(traced) > 1 else []
+        return traced if len(traced) > 1 else []
     for index, grads in values.items():
         out[cases[int(index)].key] = [None if g is None else g.numpy() for g in grads]
     return []
-
-
-def _settle(failed: list[BaselineCase], run: Callable[[list[BaselineCase]], list[BaselineCase]]) -> None:
-    """The harness's search for the failing cases of a failed batch: split by variant; halve one variant;
-    when both halves fail, run each case alone."""
-    groups: dict[str, list[BaselineCase]] = {}
-    for case in failed:
-        groups.setdefault(case.key[3], []).append(case)
-    middle = len(failed) // 2
-    parts = list(groups.values()) if len(groups) > 1 else [failed[:middle], failed[middle:]]
-    still_failing = [part_failed for part_failed in (run(part) for part in parts) if part_failed]
-    if len(groups) == 1 and len(still_failing) == 2:
-        for case in (*still_failing[0], *still_failing[1]):
-            run([case])
-        return
-    for part_failed in still_failing:
-        _settle(part_failed, run)
 
 
 def wrapped_op(case: BaselineCase, wrap: Callable[[Callable[..., Any], list[tf.TensorSpec]], Any]) -> Callable[[], Op]:

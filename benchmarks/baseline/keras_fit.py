@@ -9,23 +9,34 @@ import numpy as np
 import tensorflow as tf
 
 from baseline.contexts import BaselineCase, Grads
+from compat.contexts.isolation import isolate
 
 KERAS_BATCH = 4
 
 
-def run_keras_fit(cases: Sequence[BaselineCase], out: Grads, retry: bool = True) -> None:
+def run_keras_fit(cases: Sequence[BaselineCase], out: Grads) -> None:
     """One Keras model holding every case's sources as trainable weights, one `model.fit` step (SGD, a batch of
     4, jit_compile=False): each sample's loss is 1/4 of every case's loss, so Keras' mean over the batch divides
     the gradients by 4; SGD records the gradients it is handed, multiplied back by 4. grad_ys and second order
-    have no counterpart in fit (skipped, as the harness reports them unsupported); a failing fit is retried
-    case by case, as the harness bisects."""
+    have no counterpart in fit (skipped, as the harness reports them unsupported); a failing fit's failing cases
+    are found by the harness's own search (compat.contexts.isolation)."""
+    cases = [case for case in cases if case.downstream.order == 1 and case.downstream.output_gradients is None]
+
+    def attempt(indices: list[int]) -> tuple[dict[int, None], list[int]]:
+        fitted = _fit([cases[index] for index in indices], out)
+        return {}, [] if fitted or len(indices) == 1 else indices
+
+    isolate(range(len(cases)), attempt, variant=lambda index: cases[index].key[3])
+
+
+def _fit(cases: Sequence[BaselineCase], out: Grads) -> bool:
+    """One model holding `cases`, one fit step, their gradients into `out`; False if the fit failed."""
     import keras  # noqa: PLC0415 - the harness's keras_fit context needs it too
 
     try:  # as the harness: Keras 3 traces the model once for its output spec; nothing to build there
         from keras.src.backend.common.symbolic_scope import in_symbolic_scope  # noqa: PLC0415
     except ImportError:
         in_symbolic_scope = bool
-    cases = [case for case in cases if case.downstream.order == 1 and case.downstream.output_gradients is None]
     def variable(weight):  # Keras 3 wraps the tf.Variable; tf.keras 2 returns it
         return weight if isinstance(weight, tf.Variable) else weight.value
 
@@ -74,10 +85,8 @@ def run_keras_fit(cases: Sequence[BaselineCase], out: Grads, retry: bool = True)
         model.fit(np.full((KERAS_BATCH, 1), 1 / KERAS_BATCH, np.float32), np.zeros(KERAS_BATCH, np.float32),
                   batch_size=KERAS_BATCH, epochs=1, shuffle=False, verbose=0)
     except Exception:  # noqa: BLE001 - as the harness: find the failing cases.
-        if retry and len(cases) > 1:
-            for case in cases:
-                run_keras_fit([case], out, retry=False)
-        return
+        return False
     for c, case in enumerate(cases):
         out[case.key] = [sinks[c, k].numpy() * KERAS_BATCH if (c, k) in handed else None
                          for k in range(len(model.case_weights[c]))]
+    return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from baseline.contexts import BaselineCase, Grads, signature_shape
+from compat.contexts.isolation import isolate
 
 _SAVED_LOADER = """
 import contextlib, json, sys
@@ -67,7 +69,8 @@ def symbolic_grads(case, order, inputs):
 
 
 def symbolic(cases, indices):
-    # tf.gradients for `indices` in one tf.function; a run that fails is halved, as the harness's loader does.
+    # tf.gradients for `indices` in one tf.function; a run that fails is halved (the harness's loader, by
+    # compat.contexts.isolation, runs each case alone once both halves of one variant fail).
     def body(*flat):
         results, position = {}, 0
         for index in indices:
@@ -128,24 +131,26 @@ def _saved_case(case: BaselineCase) -> dict[str, Any]:
     return saved
 
 
-def _save(traced: dict[int, dict[str, Any]], indices: list[int], path: str, custom_gradients: bool) -> list[int]:
-    """Save `indices` in one tf.Module at `path`; where TensorFlow refuses, halve them (as the harness does).
-    Returns the indices saved; each half that saves goes to its own path."""
-    module = tf.Module()
-    for index in indices:
-        for name, value in traced[index].items():
-            setattr(module, f"{name}_{index}", value)
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            tf.saved_model.save(module, path, options=tf.saved_model.SaveOptions(
-                experimental_custom_gradients=custom_gradients))
-        return indices
-    except Exception:  # noqa: BLE001 - e.g. a registered gradient TensorFlow cannot trace
-        if len(indices) == 1:
-            return []
-        middle = len(indices) // 2
-        return [*_save(traced, indices[:middle], path + "a", custom_gradients),
-                *_save(traced, indices[middle:], path + "b", custom_gradients)]
+def _save(cases: Sequence[BaselineCase], traced: dict[int, dict[str, Any]], indices: list[int], path: str,
+          custom_gradients: bool) -> list[int]:
+    """Save `indices` in one tf.Module at `path`; where TensorFlow refuses, the cases it refuses are found as the
+    harness finds them (compat.contexts.isolation), each part that saves at a path of its own. The indices saved."""
+    attempts = itertools.count()
+
+    def attempt(batch: list[int]) -> tuple[dict[int, None], list[int]]:
+        module = tf.Module()
+        for index in batch:
+            for name, value in traced[index].items():
+                setattr(module, f"{name}_{index}", value)
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                tf.saved_model.save(module, f"{path}{next(attempts)}", options=tf.saved_model.SaveOptions(
+                    experimental_custom_gradients=custom_gradients))
+        except Exception:  # noqa: BLE001 - e.g. a registered gradient TensorFlow cannot trace
+            return {}, batch if len(batch) > 1 else []
+        return dict.fromkeys(batch), []
+
+    return list(isolate(indices, attempt, variant=lambda index: cases[index].key[3]))
 
 
 def run_saved(cases: Sequence[BaselineCase], out: Grads, custom_gradients: bool) -> None:
@@ -162,7 +167,7 @@ def run_saved(cases: Sequence[BaselineCase], out: Grads, custom_gradients: bool)
         by_unit.setdefault((cases[index].key[0], cases[index].key[2]), []).append(index)
     with tempfile.TemporaryDirectory() as directory:
         saved = [index for unit, indices in enumerate(by_unit.values())
-                 for index in _save(traced, indices, f"{directory}/model_{unit}_", custom_gradients)]
+                 for index in _save(cases, traced, indices, f"{directory}/model_{unit}_", custom_gradients)]
         models = sorted(p.name for p in Path(directory).iterdir())
         manifest = [(index, cases[index].downstream.order) for index in saved]
         Path(f"{directory}/cases.json").write_text(json.dumps({"models": models, "cases": manifest}))

@@ -21,7 +21,7 @@ import sys
 
 from absl import app, flags, logging
 
-from compat.apps._common import EXIT_USAGE, import_tensorflow_quietly, prepare_output, run_app
+from compat.apps._common import EXIT_USAGE, prepare_output, run_app
 from compat.apps._output import write_output
 
 _FORMAT = flags.DEFINE_enum("format", "table", ["table", "json", "markdown", "html"], "Report format.")
@@ -40,7 +40,6 @@ def main(argv: list[str]) -> int:
         raise _usage_error(f"--details applies to --format=table; {_FORMAT.value} reports are always whole")
     if _OUTPUT.value:
         prepare_output(_OUTPUT.value)
-    import_tensorflow_quietly()  # compat.reports and compat.releases import it: without its start-up chatter
     from compat.reports.merged import merged_report, render_document
     from compat.reports.merged_tools import tool_of
 

@@ -15,6 +15,7 @@ import tensorflow as tf
 from compat.downstream import Downstream
 from compat.mechanisms.base import BuiltOp
 from compat.probe import Probe
+from compat.registry import CONTEXT_INFO
 from compat.results import ReplicaRecord, intern_array
 
 Phase = Literal["build", "run"]
@@ -118,16 +119,26 @@ class Context(abc.ABC):
 
     name: str
     summary: str
-    uses_tape: bool
-    """Whether a tf.GradientTape asks for the gradient (tapes ignore gradient_override_map)."""
-    native: bool = True
-    """False for a context that changes the numbers by design (mixed precision): every variant there is
-    *cross*, its differences reported as what the change does, never counted as a migration failure."""
     requires: tuple[str, ...] = ()
     """Python packages the context needs beyond TensorFlow (e.g. `keras`)."""
-    opt_in: bool = False
-    """True for a context left out of the default variants (`compat.VARIANTS`): it runs only when named
-    (`--variants='*@mirrored_tape'`), because it multiplies a run's time."""
+
+    @property
+    def uses_tape(self) -> bool:
+        """Whether a tf.GradientTape asks for the gradient (tapes ignore gradient_override_map): the registry's."""
+        return CONTEXT_INFO[self.name].uses_tape
+
+    @property
+    def native(self) -> bool:
+        """False for a context that changes the numbers by design (mixed precision): every variant there is
+        *cross*, its differences reported as what the change does, never counted as a migration failure. The
+        registry's (compat/registry.py)."""
+        return CONTEXT_INFO[self.name].native
+
+    @property
+    def opt_in(self) -> bool:
+        """True for a context left out of the default variants (`compat.VARIANTS`): it runs only when named
+        (`--variants='*@mirrored_tape'`), because it multiplies a run's time. The registry's."""
+        return CONTEXT_INFO[self.name].opt_in
 
     def unavailable(self) -> str | None:
         """Why the context cannot run here (a required package is missing), or None."""

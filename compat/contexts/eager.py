@@ -8,12 +8,12 @@ from typing import Any
 import tensorflow as tf
 
 from compat.contexts.base import Case, Context, Gradients, Outcome, grads_outcome, tape_gradients
+from compat.contexts.isolation import run_alone
 
 
 class EagerTape(Context):
     name = "eager_tape"
     summary = "eager tf.GradientTape"
-    uses_tape = True
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         return [self.run_one(case) for case in cases]
@@ -22,13 +22,16 @@ class EagerTape(Context):
     def run_one(case: Case, gradients: Callable[[Case, Sequence[Any]], Gradients] = tape_gradients) -> Outcome:
         """One case, eagerly: its inputs as constants, its variables as tf.Variables, differentiated by `gradients`
         (a tf.GradientTape by default)."""
-        case.before_run()
-        try:
-            sources = [*(tf.constant(value) for value in case.inputs), *(tf.Variable(v) for v in case.variables)]
-            computed = gradients(case, sources)
-        except Exception as exc:  # noqa: BLE001 - eager builds and runs at once; the error's type tells which.
-            return Outcome(error=exc, phase="build" if _is_unsupported(exc) else "run")
-        return grads_outcome(computed.grads, case.sources, computed.variables)
+        return run_alone(case, lambda: _run_eagerly(case, gradients))
+
+
+def _run_eagerly(case: Case, gradients: Callable[[Case, Sequence[Any]], Gradients]) -> Outcome:
+    try:
+        sources = [*(tf.constant(value) for value in case.inputs), *(tf.Variable(v) for v in case.variables)]
+        computed = gradients(case, sources)
+    except Exception as exc:  # noqa: BLE001 - eager builds and runs at once; the error's type tells which.
+        return Outcome(error=exc, phase="build" if _is_unsupported(exc) else "run")
+    return grads_outcome(computed.grads, case.sources, computed.variables)
 
 
 def _is_unsupported(exc: BaseException) -> bool:

@@ -81,9 +81,8 @@ def forward_gradients(case: Case, inputs: Sequence[Any]) -> Gradients:
 class ForwardAccumulatorContext(Context):
     name = "forward_accumulator"
     summary = "eager tf.autodiff.ForwardAccumulator (forward mode), one pass per source element"
-    uses_tape = False
-    native = False  # the backward function runs with upstreams of TensorFlow's own making, by design
-    opt_in = True  # one pass per source element: about 4x a tape's CPU (benchmarks/README.md)
+    # not native (compat/registry.py): the backward function runs with upstreams of TensorFlow's own making, by design
+    # opt-in (compat/registry.py): one pass per source element: about 4x a tape's CPU (benchmarks/README.md)
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         return [EagerTape.run_one(case, forward_gradients) for case in cases]

@@ -19,6 +19,7 @@ from compat.contexts.base import (
     tape_gradients,
     tf_gradients,
 )
+from compat.contexts.isolation import isolate_cases
 from compat.probe import ReturnedUpstreams, returning_upstreams
 
 
@@ -31,37 +32,8 @@ class FunctionContext(Context):
     """Capture upstreams as tensors the function returns (probe.returning_upstreams), not by numpy_function."""
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
-        outcomes, failed = self._run_batch(cases, list(range(len(cases))))
-        if failed:
-            self._settle(cases, failed, outcomes)
+        outcomes = isolate_cases(cases, range(len(cases)), lambda batch: self._run_batch(cases, batch))
         return [outcomes[index] for index in range(len(cases))]
-
-    def _settle(self, cases: Sequence[Case], failed: list[int], outcomes: dict[int, Outcome]) -> None:
-        """Find the failing cases of `failed`, several cases whose run in one trace failed, each case's outcome
-        coming from a run of its own trace.
-
-        Cases of one variant tend to fail alike: a batch of several variants is split into its variants; one
-        variant is halved, and when both halves fail too, failures are dense there and each case
-        runs alone (bisecting a variant where every case fails would trace it about twice per case).
-        """
-        groups: dict[str, list[int]] = {}
-        for index in failed:
-            probe = cases[index].probe
-            groups.setdefault(probe.variant if probe is not None else "", []).append(index)
-        middle = len(failed) // 2
-        parts = list(groups.values()) if len(groups) > 1 else [failed[:middle], failed[middle:]]
-        still_failing = []
-        for part in parts:
-            done, part_failed = self._run_batch(cases, part)
-            outcomes.update(done)
-            if part_failed:
-                still_failing.append(part_failed)
-        if len(groups) == 1 and len(still_failing) == 2:
-            for index in (*still_failing[0], *still_failing[1]):
-                outcomes.update(self._run_batch(cases, [index])[0])
-            return
-        for part_failed in still_failing:
-            self._settle(cases, part_failed, outcomes)
 
     def _run_batch(self, cases: Sequence[Case], indices: Sequence[int]) -> tuple[dict[int, Outcome], list[int]]:
         outcomes: dict[int, Outcome] = {}
@@ -98,8 +70,6 @@ class FunctionContext(Context):
         except Exception as exc:  # noqa: BLE001
             return {index: outcomes.get(index, Outcome(error=exc, phase="build")) for index in indices}, []
         built = [index for index in indices if index not in outcomes]
-        for index in built:
-            cases[index].before_run()
         try:
             values = concrete(*[value for index in indices for value in cases[index].inputs])
         except Exception as exc:  # noqa: BLE001
@@ -123,12 +93,10 @@ class FunctionContext(Context):
 class FunctionTape(FunctionContext):
     name = "function_tape"
     summary = "tf.GradientTape inside tf.function"
-    uses_tape = True
     gradients = staticmethod(tape_gradients)
 
 
 class FunctionGradients(FunctionContext):
     name = "function_gradients"
     summary = "tf.gradients inside tf.function"
-    uses_tape = False
     gradients = staticmethod(tf_gradients)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from compat.contexts.base import (
     symbolic_gradients,
     tape_gradients,
 )
+from compat.contexts.isolation import isolate_cases
 from compat.probe import PROBE_COLLECTION
 
 GradientsFn = Callable[[Case, Sequence[Any]], Gradients]
@@ -48,10 +50,7 @@ class GraphSessionContext(Context):
             except Exception as exc:  # noqa: BLE001 - the graph cannot run at all (an op with no kernel here)
                 outcomes_run = self._unrunnable_graph(cases, built, exc, fresh)
             else:
-                together = _run_together(session, cases, built)
-                # None: the batch failed; run each case alone to find which ones fail
-                outcomes_run = together if together is not None else {
-                    index: _run_alone(session, cases[index], *built[index]) for index in built}
+                outcomes_run = isolate_cases(cases, list(built), functools.partial(_run_batch, session, cases, built))
         for index, outcome in outcomes_run.items():
             outcomes[index] = outcome
         return outcomes  # type: ignore[return-value]
@@ -87,40 +86,29 @@ def _unflatten(computed: Gradients, values: tuple[list[Any], list[Any]]) -> tupl
     return tuple(None if g is None else next(it) for g in computed.grads)
 
 
-def _run_together(session: tf.compat.v1.Session, cases: Sequence[Case],
-                  built: dict[int, tuple[Gradients, dict[Any, Any]]]) -> dict[int, Outcome] | None:
-    if not built:
-        return {}
+def _run_batch(session: tf.compat.v1.Session, cases: Sequence[Case], built: dict[int, tuple[Gradients, dict[Any, Any]]],
+               indices: list[int]) -> tuple[dict[int, Outcome], list[int]]:
+    """Fetch the gradients of `indices` in one Session.run: their outcomes, or all of them as failed together."""
     feed: dict[Any, Any] = {}
-    for index, (_, case_feed) in built.items():
-        feed.update(case_feed)
-        cases[index].before_run()
+    for index in indices:
+        feed.update(built[index][1])
     try:
-        values = session.run({index: _fetchable(grads) for index, (grads, _) in built.items()}, feed_dict=feed)
-    except Exception:  # noqa: BLE001 - retried case by case to attribute the failure.
-        return None
-    return {index: grads_outcome(_unflatten(grads, values[index]), cases[index].sources, grads.variables)
-            for index, (grads, _) in built.items()}
-
-
-def _run_alone(session: tf.compat.v1.Session, case: Case, grads: Gradients, feed: dict[Any, Any]) -> Outcome:
-    case.before_run()
-    try:
-        values = _unflatten(grads, session.run(_fetchable(grads), feed_dict=feed))
-        return grads_outcome(values, case.sources, grads.variables)
-    except Exception as exc:  # noqa: BLE001
-        return Outcome(error=exc, phase="run")
+        values = session.run({index: _fetchable(built[index][0]) for index in indices}, feed_dict=feed)
+    except Exception as exc:  # noqa: BLE001 - a failing case is a result; retried apart to find it.
+        if len(indices) > 1:
+            return {}, indices
+        return {indices[0]: Outcome(error=exc, phase="run")}, []
+    return {index: grads_outcome(_unflatten(built[index][0], values[index]), cases[index].sources,
+                                 built[index][0].variables) for index in indices}, []
 
 
 class V1Session(GraphSessionContext):
     name = "v1_session"
     summary = "fresh tf.Graph + tf.compat.v1.gradients + Session.run"
-    uses_tape = False
     gradients = staticmethod(lambda case, inputs: symbolic_gradients(case, inputs, tf.compat.v1.gradients))
 
 
 class V1Tape(GraphSessionContext):
     name = "v1_tape"
     summary = "tf.GradientTape inside a tf.compat.v1 graph, run by a Session"
-    uses_tape = True
     gradients = staticmethod(tape_gradients)

@@ -45,16 +45,12 @@ def jacobian_gradients(use_pfor: bool) -> Any:
 class JacobianLoop(FunctionContext):
     name = "jacobian_loop"
     summary = "tape.jacobian(experimental_use_pfor=False) inside tf.function: one one-hot row per call"
-    uses_tape = True
-    native = False  # one-hot upstreams, one row per call, by design: every variant is cross
-    opt_in = True  # a Jacobian of every scenario costs about 5x a tape's CPU (benchmarks/README.md)
+    # not native (compat/registry.py): one-hot upstreams, one row per call, by design: every variant is cross
+    # opt-in (compat/registry.py): a Jacobian of every scenario costs about 5x a tape's CPU (benchmarks/README.md)
     gradients = jacobian_gradients(use_pfor=False)
 
 
 class JacobianPfor(FunctionContext):
     name = "jacobian_pfor"
     summary = "tape.jacobian(experimental_use_pfor=True) inside tf.function: the gradient traced once, pfor's rows"
-    uses_tape = True
-    native = False
-    opt_in = True
     gradients = jacobian_gradients(use_pfor=True)

@@ -12,8 +12,9 @@ divides recorded upstreams by it, so a Keras that reduced otherwise would show a
 probe's `tf.numpy_function` cannot run). The input gradients are those the optimizer is handed in that step
 (an SGD whose `apply_gradients` stores them into side variables after applying them), divided by the same
 declared factor. Cases run together in one model (one layer, the per-sample losses of all cases added: their
-weights are distinct, so each case's gradients are its own); a fit that fails is split in halves to find the
-failing cases. Second-order gradients and `grad_ys` cannot be expressed in a fit step: `unsupported`.
+weights are distinct, so each case's gradients are its own); a fit that fails is retried in parts to find the
+failing cases (`compat.contexts.isolation`). Second-order gradients and `grad_ys` cannot be expressed in a fit
+step: `unsupported`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from compat.contexts.base import Case, Context, Outcome, Phase
+from compat.contexts.isolation import isolate_cases
 from compat.contexts.wrapped import quiet_retracing
 from compat.results import intern_array
 
@@ -44,8 +46,8 @@ class NotExpressible(Exception):
 class KerasFit(Context):
     name = "keras_fit"
     summary = "one Keras model.fit step (SGD, batch of 4), the sources as layer weights, loss mean over the batch"
-    uses_tape = True
-    native = False  # a gradient that is not linear in its upstream (a clip) sees it divided by the batch size
+    # not native (compat/registry.py): a gradient that is not linear in its upstream (a clip) sees it divided
+    # by the batch size
     requires = ("keras",)
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
@@ -57,19 +59,9 @@ class KerasFit(Context):
                 runnable.append(index)
             else:
                 outcomes[index] = Outcome(error=NotExpressible(reason), phase="build")
-        if runnable:
-            with quiet_retracing():  # every fit traces a new train step, on purpose
-                self._run_bisecting(cases, runnable, outcomes)
+        with quiet_retracing():  # every fit traces a new train step, on purpose
+            outcomes.update(isolate_cases(cases, runnable, functools.partial(_fit, cases)))
         return [outcomes[index] for index in range(len(cases))]
-
-    def _run_bisecting(self, cases: Sequence[Case], indices: list[int], outcomes: dict[int, Outcome]) -> None:
-        """Fit `indices` in one model; if the fit fails, split them in halves to find the failing cases."""
-        done, failed = _fit(cases, indices)
-        outcomes.update(done)
-        if failed:
-            middle = len(failed) // 2
-            self._run_bisecting(cases, failed[:middle], outcomes)
-            self._run_bisecting(cases, failed[middle:], outcomes)
 
 
 def _not_expressible(case: Case) -> str | None:
@@ -82,14 +74,12 @@ def _not_expressible(case: Case) -> str | None:
     return None
 
 
-def _fit(cases: Sequence[Case], indices: Sequence[int]) -> tuple[dict[int, Outcome], list[int]]:
+def _fit(cases: Sequence[Case], indices: list[int]) -> tuple[dict[int, Outcome], list[int]]:
     """One model holding `indices`, one `fit` step: outcomes, and the cases to retry apart if the fit failed."""
     batch = _Batch(cases, indices)
     model = _cases_model_class()(batch)
     recorder = _Recorder(batch)
     model.compile(optimizer=_recording_sgd_class()(recorder), loss=_per_sample_loss, jit_compile=False)
-    for index in indices:
-        cases[index].before_run()
     shares = np.full((BATCH, 1), UPSTREAM_SCALE, np.float32)
     try:
         with warnings.catch_warnings():

@@ -19,13 +19,13 @@ import numpy as np
 import tensorflow as tf
 
 from compat.contexts.base import Case, Context, Outcome, grads_outcome, tape_gradients
+from compat.contexts.isolation import run_alone
 
 
 class MixedPrecision(Context):
     name = "mixed_precision"
     summary = "Keras mixed_float16 layer + LossScaleOptimizer loss scaling, eager tape, gradients unscaled"
-    uses_tape = True
-    native = False  # a gradient that is not linear in its upstream (a clip) changes by design here
+    # not native (compat/registry.py): a gradient that is not linear in its upstream (a clip) changes by design here
     requires = ("keras",)
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
@@ -35,16 +35,15 @@ class MixedPrecision(Context):
         outcomes = []
         for case in cases:
             scale = initial
-            outcome = self._run_one(scale, case)
+            outcome = run_alone(case, functools.partial(self._run_one, scale, case))
             while scale > 1.0 and outcome.input_grads is not None and not _finite(outcome.input_grads):
                 scale /= 2.0  # LossScaleOptimizer skips the step and halves the scale
-                outcome = self._run_one(scale, case)
+                outcome = run_alone(case, functools.partial(self._run_one, scale, case))
             outcomes.append(outcome)
         return outcomes
 
     @staticmethod
     def _run_one(scale: float, case: Case) -> Outcome:
-        case.before_run()
         num_inputs = len(case.inputs)
         try:
             op = case.build()

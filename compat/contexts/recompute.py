@@ -36,15 +36,14 @@ class RecomputeGrad(WrappedForwardTape):
     summary = "eager tf.GradientTape over the op wrapped by tf.recompute_grad (gradient checkpointing)"
     # Gradient checkpointing has limits of its own: TensorFlow refuses second order through it for an op that reads
     # a variable ("recompute_grad tried to transpose grad of ..."); a limit of checkpointing, not of a migration.
-    native = False
     wrap = staticmethod(recomputed)
 
 
 class VectorizedMap(WrappedForwardTape):
     name = "vectorized_map"
     summary = "eager tf.GradientTape over tf.vectorized_map of the op over a batch (2 copies of the inputs)"
-    native = False  # pfor rewrites the op's graph: what TensorFlow differentiates is its vectorized forward
+    # not native (compat/registry.py): pfor rewrites the op's graph: what TensorFlow differentiates is its
+    # vectorized forward
     # Opt-in: about 3x a tape's CPU (benchmarks/context_cost.py), and pfor drops every tf.custom_gradient, so in
     # the default variants it would fail each `custom_gradient@*` assertion of users' suites on a known fact.
-    opt_in = True
     wrap = staticmethod(vectorized)

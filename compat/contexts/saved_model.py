@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import io
 import json
 import logging
@@ -30,6 +31,7 @@ import tensorflow as tf
 from compat.child import child_env
 from compat.contexts import saved_model_loader as loader
 from compat.contexts.base import Case, Context, Outcome, input_shape
+from compat.contexts.isolation import isolate_cases
 from compat.contexts.saved_model_log import LoggedUpstreams, loader_notes
 from compat.contexts.saved_model_process import LoaderFailed, LoaderProcess
 from compat.probe import capturing_upstreams
@@ -44,7 +46,6 @@ class LoadedError(Exception):
 class SavedModelContext(Context):
     """Save the forward, load it in a child process, take gradients there."""
 
-    uses_tape = True
     custom_gradients = True
     """`tf.saved_model.SaveOptions(experimental_custom_gradients=...)`."""
     timeout_seconds = 600.0
@@ -96,18 +97,17 @@ class SavedModelContext(Context):
                 except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
                     outcomes[index] = Outcome(error=exc, phase="build")
             groups: list[tuple[str, list[int]]] = []
-            self._save_bisecting(sink.log, traced, list(traced), directory, groups, outcomes)
-        for case_index in (index for _, group in groups for index in group):
-            cases[case_index].before_run()
+            save = functools.partial(self._save, sink.log, traced, directory, groups)
+            saved = isolate_cases(cases, list(traced), save)
+        outcomes.update({index: outcome for index, outcome in saved.items() if outcome is not None})
         if groups:
             outcomes.update(self._load(directory, cases, groups, sink))
         return outcomes
 
-    def _save_bisecting(self, log: tf.Variable, traced: dict[int, dict[str, Any]], indices: list[int],
-                        directory: Path, groups: list[tuple[str, list[int]]], outcomes: dict[int, Outcome]) -> None:
-        """Save `indices` as one SavedModel; if TensorFlow refuses, halve the group to find the cases it refuses."""
-        if not indices:
-            return
+    def _save(self, log: tf.Variable, traced: dict[int, dict[str, Any]], directory: Path,
+              groups: list[tuple[str, list[int]]], indices: list[int]) -> tuple[dict[int, Outcome | None], list[int]]:
+        """Save `indices` as one SavedModel (noted in `groups`; their outcomes come from loading it): None for each,
+        or, when TensorFlow refuses, the refusal of a lone case, or all of them to be saved apart."""
         module = tf.Module()
         module.log = log
         for index in indices:
@@ -121,13 +121,10 @@ class SavedModelContext(Context):
         except Exception as exc:  # noqa: BLE001 - TensorFlow refuses to save (e.g. a gradient it cannot trace)
             shutil.rmtree(path, ignore_errors=True)
             if len(indices) == 1:
-                outcomes[indices[0]] = Outcome(error=_save_refusal(exc), phase="build")
-                return
-            middle = len(indices) // 2
-            self._save_bisecting(log, traced, indices[:middle], directory, groups, outcomes)
-            self._save_bisecting(log, traced, indices[middle:], directory, groups, outcomes)
-            return
+                return {indices[0]: Outcome(error=_save_refusal(exc), phase="build")}, []
+            return {}, indices
         groups.append((path.name, indices))
+        return dict.fromkeys(indices), []
 
     def _load(self, directory: Path, cases: Sequence[Case], groups: list[tuple[str, list[int]]],
               sink: LoggedUpstreams) -> dict[int, Outcome]:
@@ -271,4 +268,5 @@ class SavedModelStripped(SavedModelContext):
     name = "saved_model_stripped"
     summary = "tf.saved_model.save(experimental_custom_gradients=False), loaded in a fresh process, eager tape"
     custom_gradients = False
-    native = False  # the option drops custom gradients by design: what it does is reported, not a failure
+    # not native (compat/registry.py): the option drops custom gradients by design: what it does is reported,
+    # not a failure

@@ -11,6 +11,7 @@ or the exception, and the upstream log entries the saved gradient functions appe
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import sys
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from compat.child import die_with_parent
+from compat.contexts.isolation import isolate
 
 MODES = ("tape", "gradients")
 MANIFEST = "manifest.json"
@@ -94,10 +96,10 @@ def _grads(case: Any, grads: Sequence[Any]) -> dict[str, Any]:
             "kinds": list(outcome.input_grad_kinds)}
 
 
-def _symbolic(module: Any, loaded: dict[int, tuple[Any, list[Any], list[np.ndarray]]], indices: list[int],
-              results: dict[int, dict[str, Any]]) -> None:
-    """tf.gradients for `indices` in one tf.function, each case's log read right after its gradients; a run
-    failure is bisected to the failing cases, as FunctionContext does."""
+def _symbolic(module: Any, loaded: dict[int, tuple[Any, list[Any], list[np.ndarray]]],
+              indices: list[int]) -> tuple[dict[int, dict[str, Any]], list[int]]:
+    """tf.gradients for `indices` in one tf.function, each case's log read right after its gradients: their
+    results, or (a run that failed) the cases to run apart (`compat.contexts.isolation`, as FunctionContext does)."""
     import tensorflow as tf  # noqa: PLC0415
 
     from compat.contexts.base import symbolic_gradients  # noqa: PLC0415
@@ -129,21 +131,16 @@ def _symbolic(module: Any, loaded: dict[int, tuple[Any, list[Any], list[np.ndarr
     except Exception as exc:  # noqa: BLE001
         ran = [index for index in indices if index not in refused]
         if len(ran) > 1:
-            results.update({index: refused[index] for index in refused})
-            middle = len(ran) // 2
-            _symbolic(module, loaded, ran[:middle], results)
-            _symbolic(module, loaded, ran[middle:], results)
-            return
-        results.update(refused)
-        results.update({index: {"error": _error(exc, "run" if isinstance(exc, tf.errors.OpError) else "build")}
-                        for index in ran})
-        return
-    results.update(refused)
+            return refused, ran
+        return {**refused, **{index: {"error": _error(exc, "run" if isinstance(exc, tf.errors.OpError) else "build")}
+                              for index in ran}}, []
+    results = dict(refused)
     for key, value in values.items():
         index = int(key)
         result = _grads(loaded[index][0], value["grads"])
         result["log"] = [base64.b64encode(raw).decode("ascii") for raw in value["log"].numpy()]
         results[index] = result
+    return results, []
 
 
 def _run_group(module: Any, entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -165,9 +162,7 @@ def _run_group(module: Any, entries: list[dict[str, Any]]) -> dict[str, Any]:
     for index, (_, variables, _) in loaded.items():  # the tape ran no optimizer; restore anything a forward changed
         for variable, value in zip(variables, initial[index], strict=True):
             variable.assign(value)
-    symbolic: dict[int, dict[str, Any]] = {}
-    if loaded:
-        _symbolic(module, loaded, list(loaded), symbolic)
+    symbolic = isolate(list(loaded), functools.partial(_symbolic, module, loaded))
     for index, result in symbolic.items():
         result.setdefault("log", [])
         results[str(index)]["gradients"] = result

@@ -80,9 +80,7 @@ class LoggedUpstreams:
     def deliver(self, entries: Sequence[str]) -> None:
         """Record one call per logged entry on the probe that traced it."""
         for probe, call in self.parse(entries):
-            with probe._lock:
-                probe.calls.append(call)
-                probe.call_replicas.append(None)
+            probe.record_call(call)
 
 
 def loader_notes(tape: Outcome, gradients: Outcome, tape_calls: Sequence[Call],

@@ -66,7 +66,6 @@ def quiet_retracing() -> Iterator[None]:
 class WrappedForwardTape(Context):
     """An eager tape over a forward wrapped by `wrap`; subclasses choose the wrapper."""
 
-    uses_tape = True
     wrap: Wrapper
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:

@@ -26,12 +26,10 @@ class XlaContext(FunctionContext):
 class XlaTape(XlaContext):
     name = "xla_tape"
     summary = "tf.GradientTape inside tf.function(jit_compile=True)"
-    uses_tape = True
     gradients = staticmethod(tape_gradients)
 
 
 class XlaGradients(XlaContext):
     name = "xla_gradients"
     summary = "tf.gradients inside tf.function(jit_compile=True)"
-    uses_tape = False
     gradients = staticmethod(tf_gradients)

@@ -136,6 +136,7 @@ def probe_calls(case: Case) -> tuple[tuple[int | None, tuple[Upstream, ...]], ..
     probe = case.probe
     if probe is None:
         return ()
+    probe.order_calls_by_replica()
     return tuple(zip(probe.call_replicas, probe.calls, strict=True))
 
 

@@ -4,6 +4,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a whole-system run: `pytest --runslow` (CI) runs it
+
 
 def test_the_default_run_answers_in_one_screen_and_logs_progress_when_stderr_is_a_file(tmp_path):
     """The whole default catalogue, as a new user runs it with stderr redirected (a few minutes)."""

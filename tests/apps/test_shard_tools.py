@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 
+from compat.reports.timings import without_timings
+
+pytestmark = pytest.mark.slow  # a whole-system run: `pytest --runslow` (CI) runs it
+
 ROOT = Path(__file__).resolve().parents[2]
 LEGACY = ROOT / "tests" / "data" / "legacy"
 FIXTURES = ("sign_ste.py", "round_ste.py", "grad_reverse.py")
@@ -43,18 +47,6 @@ def _run(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=cwd, env=env,
                           timeout=900)
-
-
-def _untimed(document: dict[str, Any]) -> dict[str, Any]:
-    """The report without its timings (each unit's seconds, verify's elapsed_s): different in every run."""
-    document = json.loads(json.dumps(document))
-    for unit in document.get("units", []):
-        unit["seconds"] = 0
-    document.pop("elapsed_s", None)
-    for report in document.get("verify", {}).values():
-        if isinstance(report, dict):
-            report.pop("elapsed_s", None)
-    return document
 
 
 @pytest.fixture(name="tree", scope="module")
@@ -99,7 +91,7 @@ def test_rewrite_verify_shards_merge_into_the_whole_runs_json_and_text(rewrite_r
     assert {s["version"] for s in shards} == {whole["version"]}
     merged = _run("compat.apps.merge", "--format=json", *rewrite_runs["shards"], cwd=tree)
     assert merged.returncode == rewrite_runs["json"].returncode, merged.stderr
-    assert _untimed(json.loads(merged.stdout)) == _untimed(whole)
+    assert without_timings(json.loads(merged.stdout)) == without_timings(whole)
     text = _run("compat.apps.merge", *rewrite_runs["shards"], cwd=tree)
     assert text.returncode == rewrite_runs["text"].returncode
     assert (text.stdout, text.stderr) == (rewrite_runs["text"].stdout, rewrite_runs["text"].stderr)
@@ -166,7 +158,7 @@ def test_verify_shards_split_by_context_and_merge_into_the_whole_runs_reports(tr
     assert [d["contexts"] for d in documents] == [["v1_session"], ["eager_tape"]]
     merged = _run("compat.apps.merge", "--format=json", *map(str, shards), cwd=tree)
     assert merged.returncode == whole_json.returncode == 0, merged.stderr
-    assert _untimed(json.loads(merged.stdout)) == _untimed(json.loads(whole_json.stdout))
+    assert without_timings(json.loads(merged.stdout)) == without_timings(json.loads(whole_json.stdout))
     text = _run("compat.apps.merge", *map(str, shards), cwd=tree)
     assert (text.returncode, text.stdout) == (whole_text.returncode, whole_text.stdout)
     missing = _run("compat.apps.merge", str(shards[1]), cwd=tree)

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import compat
+
+pytestmark = pytest.mark.slow  # a whole-system run: `pytest --runslow` (CI) runs it
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "check_matrix.py"
 # Two sources and second order: the sum of first-order gradients is an add_n the baseline once took outside

@@ -6,8 +6,8 @@ import tensorflow as tf
 
 from compat.contexts import ALL_CONTEXTS, CONTEXTS, Case
 from compat.downstream import SUM, Downstream
+from tests.contexts.conftest import X, failing_at_run_time, failing_build, square_op
 
-X = np.array([1.0, -2.0, 3.0], np.float32)
 EXACT = [name for name in CONTEXTS if name not in ("mixed_precision", "saved_model_stripped")]
 """Contexts that compute these values exactly (mixed_precision overflows them in float16 under its 2**15 loss
 scale, as training would: tests/contexts/test_mixed_precision.py; saved_model_stripped drops the custom
@@ -17,38 +17,6 @@ WITH_GRAD_YS_AND_SECOND_ORDER = [name for name in EXACT if name != "keras_fit"]
 DROP_CUSTOM_GRADIENTS = ["vectorized_map"]
 """Contexts where TensorFlow differentiates a tf.custom_gradient's forward instead of calling its gradient (pfor
 rewrites the op: tests/contexts/test_recompute.py), so a gradient that fails never runs."""
-
-
-def square_op():
-    """x**2 with its true gradient written by hand, so second order is 2 everywhere."""
-
-    @tf.custom_gradient
-    def square(x):
-        def grad(dy):
-            return 2.0 * x * dy
-
-        return x * x, grad
-
-    return lambda x: (square(x),)
-
-
-def failing_build():
-    raise RuntimeError("cannot build this one")
-
-
-def failing_at_run_time():
-    """Builds fine everywhere; its gradient fails when it runs."""
-
-    @tf.custom_gradient
-    def checked(x):
-        def grad(dy):
-            check = tf.debugging.Assert(tf.reduce_all(x > 100.0), [x])
-            with tf.control_dependencies([check]):
-                return tf.identity(dy)
-
-        return tf.identity(x), grad
-
-    return lambda x: (checked(x),)
 
 
 @pytest.mark.parametrize("context", EXACT)
@@ -107,3 +75,25 @@ def test_tape_contexts_declare_it():
                                                                                  "saved_model", "saved_model_stripped",
                                                                                  "recompute_grad"}
     assert ALL_CONTEXTS["vectorized_map"].uses_tape and ALL_CONTEXTS["vectorized_map"].opt_in
+
+
+def test_contexts_read_their_metadata_from_the_registry_only():
+    """uses_tape / native / opt_in live in compat/registry.py; a context class holding a second copy could drift
+    (the distributed contexts in compat/distribute/ included)."""
+    import ast
+    from pathlib import Path
+
+    import compat.contexts
+    import compat.distribute
+
+    copies = {}
+    packages = (Path(compat.contexts.__file__).parent, Path(compat.distribute.__file__).parent)
+    for path in (path for package in packages for path in package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = [target.id for statement in node.body if isinstance(statement, (ast.Assign, ast.AnnAssign))
+                         for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+                         if isinstance(target, ast.Name) and target.id in ("uses_tape", "native", "opt_in")]
+                if names:
+                    copies[f"{path.name}:{node.name}"] = names
+    assert copies == {}

@@ -30,23 +30,17 @@ from compat.distribute.step import (
     run_values,
 )
 from compat.probe import PROBE_COLLECTION
-from compat.results import Scaling
+from compat.results import NotShardable, Scaling
 
 DEVICES = tuple(f"/cpu:{index}" for index in range(LOGICAL_CPUS))
 
-
-class NotShardable(Exception):
-    """The case cannot be split into one shard per replica: its cells are unsupported, saying why."""
+__all__ = ["DEVICES", "DistributedContext", "MirroredTape", "MirroredV1", "NotShardable"]
 
 
 class DistributedContext(Context):
-    """A context whose replicas each run the case on a shard; never native (see `native`)."""
-
-    native = False
-    """A gradient function that couples the rows of its upstream (a clip by norm) or is not linear in it
-    (a clip by value, under 1/global_batch scaling) changes the reduced gradient by design."""
-    opt_in = True
-    uses_tape = True
+    """A context whose replicas each run the case on a shard. Never native (compat/registry.py): a gradient
+    function that couples the rows of its upstream (a clip by norm) or is not linear in it (a clip by value, under
+    1/global_batch scaling) changes the reduced gradient by design."""
 
     def unavailable(self) -> str | None:
         return use_logical_cpus()
@@ -80,7 +74,6 @@ class MirroredTape(DistributedContext):
 class MirroredV1(DistributedContext):
     name = "mirrored_v1"
     summary = "tf.compat.v1 graph under tf.compat.v1.distribute.MirroredStrategy: tf.compat.v1.gradients, Session"
-    uses_tape = False
 
     def run_one(self, case: Case) -> Outcome:
         graph = tf.Graph()

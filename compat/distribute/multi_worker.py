@@ -14,10 +14,10 @@ from typing import Any
 import tensorflow as tf
 
 from compat.contexts.base import Case, Outcome
-from compat.contexts.mirrored import DistributedContext, NotShardable
+from compat.distribute.mirrored import DistributedContext
 from compat.distribute.step import SCALINGS, RunValues, batch_problem, global_batch, outcome
 from compat.distribute.workers import WORKERS, WorkersFailed, run_job
-from compat.results import Scaling
+from compat.results import NotShardable, Scaling
 from compat.scenarios import SCENARIOS
 
 
@@ -74,7 +74,7 @@ def _merge(case: Case, records: list[dict[str, Any]]) -> Outcome:
     probe.traces = sum(record.get("traces", 0) for record in records)
     for record in records:
         for problem in record.get("violations", ()):
-            probe._violate(problem)
+            probe.note_violation(problem)
         if record.get("user_error"):
             probe.fail(record["user_error"])
     errors = [record["error"] for record in records if "error" in record]
@@ -87,8 +87,8 @@ def _merge(case: Case, records: list[dict[str, Any]]) -> Outcome:
         runs[scaling] = RunValues(tuple(r for part in parts for r in part.replicas), parts[0].reduced,
                                   tuple(call for part in parts for call in part.calls))
     case.before_run()
-    probe.calls.extend(call for _, call in runs["none"].calls)
-    probe.call_replicas.extend(replica for replica, _ in runs["none"].calls)
+    for replica, call in runs["none"].calls:
+        probe.record_call(call, replica)
     return outcome(runs, records[0]["kinds"], global_batch(case))
 
 

@@ -78,3 +78,16 @@ def test_a_loss_that_cannot_be_split_is_unsupported_saying_why():
     [result] = compat.run(spec, lambda y: tf.reduce_max(y), variants=["custom_gradient@mirrored_tape"])
     assert result.status == "unsupported"
     assert "cannot be split by shard" in result.message
+
+
+def test_worker_processes_split_their_cpu_too_so_jobs_2_runs_the_mirrored_cells_as_one_process_does(report):
+    """Each worker of `--jobs=2` is a fresh process: it must make its 2 logical CPUs before loading, or every
+    mirrored cell there is `unsupported` while one process runs them."""
+    from compat.apps._request import CheckRequest
+    from compat.workers import check_in_workers
+
+    spread = check_in_workers(CheckRequest(specs=tuple(SPECS), scenarios=("weighted", "gather")), variants=VARIANTS,
+                              jobs=2)
+    statuses = {(c.spec, c.scenario, c.variant): c.status for c in spread.cells}
+    assert "unsupported" not in set(statuses.values()), spread.cells[0].message
+    assert statuses == {(c.spec, c.scenario, c.variant): c.status for c in report.cells}
