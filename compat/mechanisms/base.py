@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-import itertools
+import collections
 import re
 import weakref
 from collections.abc import Callable
@@ -19,19 +19,23 @@ from compat.signature import forward_signature
 BuiltOp = Callable[..., tuple[Any, ...]]
 """`op(*inputs) -> tuple of outputs`: a spec's forward with its custom gradient attached."""
 
-_unique = itertools.count()
+_built: collections.Counter[str] = collections.Counter()  # names made so far, per cleaned prefix
 
 
 def unique_name(prefix: str) -> str:
-    """A name valid as a TensorFlow op/function/gradient name, unique in this process.
+    """A name valid as a TensorFlow op/function/gradient name, unique in this process: `gc_<prefix>_<n>`.
 
     TensorFlow's gradient registry is global: registering a name twice raises `KeyError: Registering two
-    gradient with name ...`, so every build (a notebook re-run included) gets a fresh name.
+    gradient with name ...`, so every build (a notebook re-run included) gets a fresh name. `n` counts the
+    names made with this prefix only, so a spec's names do not depend on which other specs this process built
+    before it: a check spread over worker processes (`jobs=`) names every op as one process does.
     """
     # Node and function names must start with a letter or digit and hold only ASCII word characters; a spec
     # may be named anything (`_private`, `градиент`, `<op>`), so non-ASCII and odd characters are dropped.
     cleaned = re.sub(r"[^A-Za-z0-9]+", "_", prefix).strip("_")[:48] or "spec"
-    return f"gc_{cleaned}_{next(_unique)}"
+    number = _built[cleaned]
+    _built[cleaned] += 1
+    return f"gc_{cleaned}_{number}"
 
 
 def registered_probe(probe: Probe) -> Callable[[], Probe]:

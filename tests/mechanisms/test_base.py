@@ -18,6 +18,15 @@ def test_unique_names_are_valid_and_never_repeat():
     assert all(name.startswith("gc_my_spec_v2_") for name in names)
 
 
+def test_a_specs_names_are_numbered_by_its_own_builds_only():
+    # Worker processes (`jobs=`) build other specs before this one, or none: its names must not depend on them.
+    first = unique_name("numbered alone")
+    others = [unique_name(f"another spec {i % 2}") for i in range(3)]
+    second = unique_name("numbered alone")
+    assert [first, second] == ["gc_numbered_alone_0", "gc_numbered_alone_1"]
+    assert len(set(others)) == 3
+
+
 @pytest.mark.parametrize("spec_name", ["_private_op", "градиент", "<op>", "a" * 300, "9lives", "..."])
 def test_unique_names_from_any_spec_name_are_valid_tensorflow_names(spec_name):
     name = unique_name(spec_name)
