@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
-import re
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +19,7 @@ except ImportError:  # pragma: no cover - TensorFlow 2.12
 
 from compat._exit_guard import ExitCalled
 from compat.composite import component
+from compat.naming import ascii_word, next_number
 from compat.results import Upstream, intern_array
 from compat.spec import GradientSpec
 
@@ -90,7 +89,6 @@ class ReturnedUpstreams:
 
 
 _returning = threading.local()
-_BUILDS = itertools.count(1)
 _Sink = TypeVar("_Sink", bound="UpstreamSink")
 
 
@@ -302,7 +300,8 @@ class Probe:
         if self._scope and all(_usable_here(variable) for variable in self._created):
             return
         self._created = []
-        self._scope = f"{re.sub(r'[^A-Za-z0-9_.]+', '_', self.spec.name).strip('_.') or 'spec'}_{next(_BUILDS)}"
+        name = ascii_word(self.spec.name, keep="_.")
+        self._scope = f"{name}_{next_number('variable scope', name) + 1}"
 
     @property
     def created_variables(self) -> list[tf.Variable]:

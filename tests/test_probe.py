@@ -134,3 +134,28 @@ def test_calls_of_unknown_replicas_are_ordered_by_what_they_received():
         probe.order_calls_by_replica()
         orders.append([call[0].value.tolist() for call in probe.calls])
     assert orders[0] == orders[1] and sorted(orders[0]) == [[1.0], [2.0]]
+
+
+def _scale_by_variable(x):
+    return x * tf.compat.v1.get_variable("scale", initializer=2.0)
+
+
+def _variables_grad(inputs, outputs, upstreams, variables):
+    return [upstreams[0] * 2.0], [tf.reduce_sum(upstreams[0] * inputs[0])]
+
+
+def test_a_specs_variable_scope_is_numbered_by_its_own_builds_only():
+    """So a spec's variable names (which messages may quote) are the same in a worker process as in one process."""
+
+    def variable_names(spec_name):
+        probe = Probe(compat.GradientSpec(spec_name, _scale_by_variable, _variables_grad, [X]), "v")
+        with tf.Graph().as_default():
+            probe.start_build()
+            probe.forward(tf.constant(X))
+        return [variable.name for variable in probe.created_variables]
+
+    first = variable_names("scoped alone")
+    variable_names("another scoped spec")
+    second = variable_names("scoped alone")
+    assert first[0].startswith("scoped_alone_") and first[0].endswith("/scale:0")
+    assert int(second[0].split("/")[0].rsplit("_", 1)[1]) == int(first[0].split("/")[0].rsplit("_", 1)[1]) + 1

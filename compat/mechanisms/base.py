@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import abc
-import collections
-import re
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -13,13 +11,13 @@ import tensorflow as tf
 from tensorflow.python.framework import function
 
 from compat.composite import assembled, component, is_composite
+from compat.naming import ascii_word, next_number
 from compat.probe import Probe, UserCodeError
 from compat.signature import forward_signature
 
 BuiltOp = Callable[..., tuple[Any, ...]]
 """`op(*inputs) -> tuple of outputs`: a spec's forward with its custom gradient attached."""
 
-_built: collections.Counter[str] = collections.Counter()  # names made so far, per cleaned prefix
 
 
 def unique_name(prefix: str) -> str:
@@ -32,10 +30,8 @@ def unique_name(prefix: str) -> str:
     """
     # Node and function names must start with a letter or digit and hold only ASCII word characters; a spec
     # may be named anything (`_private`, `градиент`, `<op>`), so non-ASCII and odd characters are dropped.
-    cleaned = re.sub(r"[^A-Za-z0-9]+", "_", prefix).strip("_")[:48] or "spec"
-    number = _built[cleaned]
-    _built[cleaned] += 1
-    return f"gc_{cleaned}_{number}"
+    cleaned = ascii_word(prefix)[:48]
+    return f"gc_{cleaned}_{next_number('op', cleaned)}"
 
 
 def registered_probe(probe: Probe) -> Callable[[], Probe]:
