@@ -14,13 +14,12 @@ from tensorflow.python.framework import ops
 
 from compat.contexts import ALL_CONTEXTS, Case, Outcome
 from compat.downstream import Downstream, as_downstream
+from compat.exceptions import describe_exception, tensorflow_message
 from compat.mechanisms.base import applied
-from compat.probe import Probe, UserCodeError, describe_exception
+from compat.probe import Probe, UserCodeError
 from compat.results import NotShardable, Upstream, VariantResult, intern_array
 from compat.spec import GradientSpec
 from compat.variants import parse_variant, select
-
-_MESSAGE_LIMIT = 400
 
 _REFUSALS = (tf.errors.NotFoundError, tf.errors.UnimplementedError)
 """Run-time errors by which TensorFlow refuses a combination (e.g. a Defun's function or gradient not found
@@ -197,7 +196,7 @@ def _classify(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
     if isinstance(outcome.error, ContextFailed):
         return VariantResult(status="error", message=f"{probe.where}: {outcome.error}", **common)
     if outcome.error is not None:
-        reason = _tensorflow_message(outcome.error)
+        reason = tensorflow_message(outcome.error)
         broken = (f"; the gradient function broke its contract: {'; '.join(probe.violations)}"
                   if probe.violations else "")
         if broken and isinstance(outcome.error, _REJECTIONS):
@@ -252,27 +251,4 @@ def _shape_problems(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> t
                  if grad is not None and np.shape(grad) != value.shape)
 
 
-_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
 _FAILING_NODE = re.compile(r"\{\{node ([^}\s]+)\}\}")
-_NODE_DEF_LINE = re.compile(r'^([a-z_]+ \{|\}|[a-z_]+: ("[^"]*"|[\w.-]+))$')
-"""A line of a NodeDef that TensorFlow prints inside a message (`op: "Sign"`, `attr {`, `}`): left out, so the
-sentence after it (`... do not match num inputs 1`) is kept."""
-
-
-def _tensorflow_message(error: BaseException) -> str:
-    """TensorFlow's own message, without the Python stack it embeds for graph execution errors."""
-    text = getattr(error, "message", None) or str(error) or repr(error)
-    lines = [line.strip() for line in text.strip().splitlines()]
-    if lines and lines[0] == "in user code:":  # autograph's wrapper (tf.keras 2 train steps): the error is last
-        raised = [index for index, line in enumerate(lines) if _RAISED.match(line)]
-        lines = lines[raised[-1]:] if raised else lines
-        lines[0] = lines[0].removeprefix(f"{type(error).__name__}: ")
-    # Before 2.15 a graph execution error quotes the Python stack where the op was defined: `File "..."` lines,
-    # each followed by its source line, then `Node: 'Lgamma'`.
-    kept = [line for index, line in enumerate(lines)
-            if line and not line.startswith(("File \"", "Detected at node", "[[{{node", "Node: '"))
-            and not (index and (_NODE_DEF_LINE.match(line) or lines[index - 1].startswith("File \"")))]
-    first = " ".join(kept[:3])
-    if len(first) > _MESSAGE_LIMIT:
-        first = first[: _MESSAGE_LIMIT - 3] + "..."
-    return f"{type(error).__name__}: {first}"

@@ -34,6 +34,7 @@ from compat.contexts.base import Case, Context, Outcome, input_shape
 from compat.contexts.isolation import isolate_cases
 from compat.contexts.saved_model_log import LoggedUpstreams, loader_notes
 from compat.contexts.saved_model_process import LoaderFailed, LoaderProcess
+from compat.exceptions import first_line
 from compat.probe import capturing_upstreams
 
 _LOG_NAME = "gradcompat_upstream_log"
@@ -187,14 +188,9 @@ def _save_refusal(exc: Exception) -> Exception:
     cause = exc.__cause__
     if cause is None:
         return exc
-    line = _first_line(cause)
+    line = first_line(cause)
     named = line if line.startswith(f"{type(cause).__name__}:") else f"{type(cause).__name__}: {line}"
-    return SaveRefused(f"{named}; tf.saved_model.save: {_first_line(exc)}")
-
-
-def _first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    return " ".join(lines[-1:] if lines and lines[0].endswith("in user code:") else lines[:1])
+    return SaveRefused(f"{named}; tf.saved_model.save: {first_line(exc)}")
 
 
 def _trace(case: Case) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import tensorflow as tf
 from compat.contexts.base import Outcome
 from compat.contexts.saved_model_loader import decode_array
 from compat.dtypes import tolerance_for
+from compat.exceptions import first_line
 from compat.probe import Probe
 from compat.results import Upstream, intern_array
 
@@ -90,9 +91,11 @@ def loader_notes(tape: Outcome, gradients: Outcome, tape_calls: Sequence[Call],
     if (tape.error is None) != (gradients.error is None):
         failed, other = ("the tape", "tf.gradients") if tape.error is not None else ("tf.gradients", "the tape")
         error = tape.error or gradients.error
-        problems.append(f"{failed} failed ({type(error).__name__}: {_first_line(error)}) where {other} did not")
+        problems.append(f"{failed} failed ({type(error).__name__}: {first_line(error, 200)}) where {other} "
+                        "did not")
     elif tape.error is not None and type(tape.error) is not type(gradients.error):
-        problems.append(f"tf.gradients failed with {type(gradients.error).__name__}: {_first_line(gradients.error)}")
+        problems.append(f"tf.gradients failed with {type(gradients.error).__name__}: "
+                        f"{first_line(gradients.error, 200)}")
     if tape.input_grads is not None and gradients.input_grads is not None:
         problems += _grad_differences(tape, gradients)
     if len(tape_calls) != len(gradients_calls):
@@ -105,10 +108,6 @@ def loader_notes(tape: Outcome, gradients: Outcome, tape_calls: Sequence[Call],
         return None
     return ("in the loading process, tf.gradients inside a tf.function disagreed with the eager tape: "
             + "; ".join(problems))
-
-
-def _first_line(error: BaseException | None) -> str:
-    return str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:

@@ -7,8 +7,9 @@ from typing import Any
 from compat.contexts.base import Case
 from compat.contexts.eager import EagerTape
 from compat.downstream import Downstream
+from compat.exceptions import describe_exception
 from compat.mechanisms.base import applied
-from compat.probe import Probe, UserCodeError, describe_exception
+from compat.probe import Probe, UserCodeError
 from compat.references.base import ForwardValue
 from compat.spec import GradientSpec
 
