@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 import compat
+from compat.contexts import Crashed, Failed, Refused
 from compat.downstream import Downstream
 from compat.runner import run_matrix
 
@@ -433,3 +434,20 @@ def test_tensorflow_refusing_an_api_the_gradient_calls_is_unsupported_with_its_w
     assert refused["custom_gradient@v1_session"].status == "ok", refused["custom_gradient@v1_session"].message
     for result in compat.run(_spec("own_runtime_error", lambda x: x * 2.0, own), variants=variants):
         assert result.status == "error" and "gradient raised RuntimeError: my gradient is broken" in result.message
+
+
+@pytest.mark.parametrize(("outcome", "status", "words"), [
+    (Refused("not run: the loss takes a max"), "unsupported", "not run: the loss takes a max"),
+    (Crashed("context `eager_tape` failed with TensorFlow 2: KeyError: 1"), "error",
+     "context `eager_tape` failed with TensorFlow 2: KeyError: 1"),
+    (Failed(ValueError("no such op"), "build"), "unsupported",
+     "TensorFlow cannot run this combination: ValueError: no such op"),
+    (Failed(ValueError("bad value"), "run"), "error", "failed at run time: ValueError: bad value"),
+])
+def test_the_runner_words_each_typed_outcome_as_its_cell(seed_spec, outcome, status, words):
+    from compat.probe import Probe
+    from compat.runner import to_result
+
+    probe = Probe(seed_spec(), "custom_gradient@eager_tape")
+    result = to_result(probe, Downstream("sum", tf.reduce_sum), outcome)
+    assert (result.status, result.message) == (status, f"{probe.where}: {words}")
