@@ -39,10 +39,6 @@ UPSTREAM_SCALE = 1.0 / BATCH
 """What Keras' documented `sum_over_batch_size` reduction multiplies the summed per-sample losses by."""
 
 
-class NotExpressible(Exception):
-    """What a scenario asks for has no counterpart in `model.fit` (second order, grad_ys): unsupported."""
-
-
 class KerasFit(Context):
     name = "keras_fit"
     summary = "one Keras model.fit step (SGD, batch of 4), the sources as layer weights, loss mean over the batch"
@@ -58,7 +54,7 @@ class KerasFit(Context):
             if reason is None:
                 runnable.append(index)
             else:
-                outcomes[index] = cannot_run(f"NotExpressible: {reason}")
+                outcomes[index] = cannot_run(f"NotExpressible: {reason}")  # the words reports have always quoted
         with quiet_retracing():  # every fit traces a new train step, on purpose
             outcomes.update(isolate_cases(cases, runnable, functools.partial(_fit, cases)))
         return [outcomes[index] for index in range(len(cases))]
