@@ -13,7 +13,8 @@ from compat.comparison import DEFAULT_REFERENCE, STATUS, CellStatus, Difference,
 from compat.distribute.compare import References, compare_distributed
 from compat.distribute.reference_runs import shard_references
 from compat.dtypes import DTYPES, TOLERANCES, cast_spec
-from compat.probe import UserCodeError, describe_exception, user_exception
+from compat.exceptions import describe_exception
+from compat.probe import UserCodeError, user_exception
 from compat.references import compute, select_references
 from compat.references.base import ForwardCheck, ForwardValue, check_cell
 from compat.registry import check_names
