@@ -549,6 +549,27 @@ def _replica_id() -> tf.Tensor | None:
     return tf.cast(context.replica_id_in_sync_group, tf.int64)
 
 
+def recorded_gradients(upstreams: Sequence[Any], compute: Callable[[], Any],
+                       on_call: Callable[[tuple[Upstream, ...]], int], keep: list[Callable[..., Any]],
+                       name: str = "gradcompat_recorder") -> Any:
+    """`compute()`'s gradients, made to depend on a run-time record of `upstreams`: `on_call` gets each call's
+    upstreams when (and each time) the gradient runs, and returns the number of calls so far.
+
+    `keep` must live as long as the gradient can run: tf.numpy_function holds its callable weakly. For gradient
+    functions that are not a spec's (compat.verify wraps the user's own); a `Probe` records its spec's itself.
+    """
+    site, tensors = _Site.flatten(upstreams)
+
+    def record(*values: np.ndarray) -> np.int64:
+        return np.int64(on_call(site.records([_to_numpy(value) for value in values])))
+
+    keep.append(record)
+    recorded = tf.numpy_function(record, tensors, tf.int64, stateful=True, name=name)
+    grads = compute()
+    with tf.control_dependencies([recorded]):
+        return tf.nest.map_structure(_after, grads)
+
+
 def _after(grad: Any) -> Any:
     """`grad` routed through an identity so it runs after the enclosing control dependencies."""
     if grad is None:

@@ -74,7 +74,7 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
             by_context.setdefault(context.name, []).append((index, Probe(spec, variant)))
     results: dict[tuple[str, int], VariantResult] = {}
     for context_name, planned in by_context.items():
-        cases = [Case(build=_builder(probe), inputs=tuple(spec.example_inputs), downstream=downstreams[index],
+        cases = [Case(build=op_builder(probe), inputs=tuple(spec.example_inputs), downstream=downstreams[index],
                       before_run=probe.reset_calls, variables=tuple(spec.variables), probe=probe,
                       extra_sources=_created_by(probe) if spec.takes_variables else None)
                  for index, probe in planned]
@@ -142,7 +142,8 @@ def _run_batch(context_name: str, batch: list[Case]) -> list[Outcome]:
         return [failure for _ in batch]
 
 
-def _builder(probe: Probe) -> Callable[[], Any]:
+def op_builder(probe: Probe) -> Callable[[], Any]:
+    """What a `Case` builds: the probe's spec with its variant's mechanism (a fresh build each call)."""
     mechanism, _ = parse_variant(probe.variant)
 
     def build() -> Any:

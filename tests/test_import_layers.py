@@ -122,3 +122,24 @@ def test_the_audit_and_the_rewriter_do_not_depend_on_the_runtime_parts():
                     reached.add(target)
                     todo.append(target)
         assert not reached & runtime, f"{part} imports {sorted(reached & runtime)}, which need TensorFlow"
+
+
+def private_imports_across_parts() -> list[str]:
+    """`module imports part.name` for every `_name` a module imports from another part of the package."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        module = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level or not (node.module or "").startswith("compat."):
+                continue
+            if _part(node.module) == _part(module):
+                continue
+            found += [f"{module} imports {node.module}.{alias.name}" for alias in node.names
+                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+def test_no_part_imports_another_parts_private_names():
+    """A private name is free to change; a part that needs another's helper gets a public one (`op_builder`,
+    `recorded_gradients`), so a refactor of one part cannot silently break another."""
+    assert private_imports_across_parts() == []

@@ -18,7 +18,7 @@ def run_case(strategy: Any, spec_case: dict[str, Any]) -> dict[str, Any]:
     from compat.distribute.step import run_in_function
     from compat.loading import load_spec
     from compat.probe import Probe, UserCodeError
-    from compat.runner import _builder
+    from compat.runner import op_builder
     from compat.scenarios import SCENARIOS
 
     found = [s for s in load_spec(spec_case["source"]) if s.name == spec_case["spec"]]
@@ -27,7 +27,7 @@ def run_case(strategy: Any, spec_case: dict[str, Any]) -> dict[str, Any]:
     spec = found[0].with_inputs(spec_case["inputs"], spec_case["variables"])
     probe = Probe(spec, spec_case["variant"])
     downstream = SCENARIOS[spec_case["scenario"]].downstream(spec)
-    case = Case(build=_builder(probe), inputs=tuple(spec.example_inputs), downstream=downstream,
+    case = Case(build=op_builder(probe), inputs=tuple(spec.example_inputs), downstream=downstream,
                 before_run=probe.reset_calls, variables=tuple(spec.variables), probe=probe)
     record: dict[str, Any] = {}
     try:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from compat.probe import _after, _Site, _to_numpy
+from compat.probe import recorded_gradients
 from compat.results import Upstream
 
 Key = tuple[str, str, str]
@@ -49,18 +49,13 @@ class Recorder:
         key = self.current
         if key is None:
             return compute()
-        site, tensors = _Site.flatten(upstreams)
 
-        def record(*values: np.ndarray) -> np.int64:
+        def on_call(upstreams: tuple[Upstream, ...]) -> int:
             with self._lock:
-                self._calls.setdefault(key, []).append(site.records([_to_numpy(v) for v in values]))
-                return np.int64(len(self._calls[key]))
+                self._calls.setdefault(key, []).append(upstreams)
+                return len(self._calls[key])
 
-        self._keep.append(record)
-        recorded = tf.numpy_function(record, tensors, tf.int64, stateful=True, name="gradcompat_verify_probe")
-        grads = compute()
-        with tf.control_dependencies([recorded]):
-            return tf.nest.map_structure(_after, grads)
+        return recorded_gradients(upstreams, compute, on_call, self._keep, name="gradcompat_verify_probe")
 
     def op_gradient(self, function: Callable[..., Any]) -> Callable[..., Any]:
         """`function(op, *grads)` (RegisterGradient, python_grad_func) recording `grads`."""
