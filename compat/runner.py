@@ -12,11 +12,11 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
+from compat.application import applied
 from compat.contexts import ALL_CONTEXTS, Case, Crashed, Failed, Outcome, Ran, Refused, cannot_run
 from compat.contexts.base import CANNOT_RUN, Phase
 from compat.downstream import Downstream, as_downstream
 from compat.exceptions import describe_exception, tensorflow_message
-from compat.mechanisms.base import applied
 from compat.probe import Probe, UserCodeError
 from compat.results import Upstream, VariantResult, intern_array
 from compat.spec import GradientSpec

@@ -37,7 +37,7 @@ def forward_signature(spec: GradientSpec) -> OutputSignature:
 
 
 def _signature(spec: GradientSpec, modelled: bool) -> OutputSignature:
-    from compat.mechanisms.base import applied
+    from compat.application import applied
     from compat.probe import Probe
 
     probe = Probe(spec, "signature")

@@ -14,12 +14,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "compat"
 
-KNOWN_CYCLES = [
-    {"compat.mechanisms", "compat.signature"},
-]
-"""Cycles issue #28 removes. The test fails on a new cycle, and on a listed one that is gone (delete it here)."""
-
-
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -98,12 +92,9 @@ def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-def test_no_new_import_cycles():
-    found = cycles(import_graph())
-    new = [sorted(c) for c in found if c not in KNOWN_CYCLES]
-    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
-    assert not new, f"new import cycles between parts of compat: {new}; make the dependency one-way"
-    assert not gone, f"cycles no longer there: {gone}; remove them from KNOWN_CYCLES"
+def test_no_import_cycles():
+    found = [sorted(c) for c in cycles(import_graph())]
+    assert not found, f"import cycles between parts of compat: {found}; make the dependency one-way"
 
 
 def test_the_cycle_finder_finds_a_cycle_and_nothing_else():

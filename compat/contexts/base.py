@@ -12,8 +12,8 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import tensorflow as tf
 
+from compat.application import BuiltOp
 from compat.downstream import Downstream
-from compat.mechanisms.base import BuiltOp
 from compat.probe import Probe
 from compat.registry import CONTEXT_INFO
 from compat.results import ReplicaRecord, intern_array

@@ -14,9 +14,9 @@ from typing import Any
 
 import tensorflow as tf
 
+from compat.application import BuiltOp
 from compat.contexts.base import Case, Context, Outcome
 from compat.contexts.eager import EagerTape
-from compat.mechanisms.base import BuiltOp
 
 Wrapper = Callable[[Callable[..., Any], list[tf.TensorSpec]], Callable[..., Any]]
 

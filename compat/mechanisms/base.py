@@ -10,14 +10,11 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.framework import function
 
-from compat.composite import assembled, component, is_composite
+from compat.application import BuiltOp, as_outputs
+from compat.composite import assembled, component
 from compat.naming import ascii_word, next_number
 from compat.probe import Probe, UserCodeError
 from compat.signature import forward_signature
-
-BuiltOp = Callable[..., tuple[Any, ...]]
-"""`op(*inputs) -> tuple of outputs`: a spec's forward with its custom gradient attached."""
-
 
 
 def unique_name(prefix: str) -> str:
@@ -51,37 +48,6 @@ def registered_probe(probe: Probe) -> Callable[[], Probe]:
 
     probe_name = probe.spec.name
     return get
-
-
-def as_outputs(outputs: Any) -> tuple[Any, ...]:
-    """A forward's result as a tuple of outputs."""
-    return tuple(outputs) if isinstance(outputs, (list, tuple)) else (outputs,)
-
-
-def applied(op: BuiltOp, spec: Any, modelled: bool = True) -> BuiltOp:
-    """`op(*inputs, *variables)` called on the sources a context differentiates: ragged and sparse inputs are
-    assembled from their values (`compat.RaggedArray`, `compat.SparseArray`), then, with `modelled`, used as
-    `spec.model` uses the op: `model(call, *inputs)`, where `call(*xs)` is the op on `xs` (and the variables),
-    returning one tensor or a tuple as the forward does."""
-    model = spec.model if modelled else None
-    examples = spec.example_inputs
-    if model is None and not any(is_composite(value) for value in examples):
-        return op
-    num_inputs = spec.num_inputs
-
-    def used(*sources: Any) -> tuple[Any, ...]:
-        inputs = [value.assemble(x) if is_composite(value) else x for value, x in zip(examples, sources, strict=False)]
-        variables = sources[num_inputs:]
-        if model is None:
-            return as_outputs(op(*inputs, *variables))
-
-        def call(*xs: Any) -> Any:
-            outputs = as_outputs(op(*xs, *variables))
-            return outputs[0] if len(outputs) == 1 else outputs
-
-        return as_outputs(model(call, *inputs))
-
-    return used
 
 
 def defun_op(probe: Probe, func_name: str, **gradient: Any) -> BuiltOp:

@@ -27,8 +27,9 @@ from typing import Any
 
 import tensorflow as tf
 
+from compat.application import BuiltOp, as_outputs
 from compat.composite import component, is_sparse_tensor, rebuild
-from compat.mechanisms.base import BuiltOp, Mechanism, as_outputs
+from compat.mechanisms.base import Mechanism
 from compat.probe import Probe
 
 

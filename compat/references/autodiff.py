@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from compat.application import applied
 from compat.contexts.base import Case, Failed
 from compat.contexts.eager import EagerTape
 from compat.downstream import Downstream
 from compat.exceptions import describe_exception
-from compat.mechanisms.base import applied
 from compat.probe import Probe, UserCodeError
 from compat.references.base import ForwardValue
 from compat.spec import GradientSpec

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from compat.application import applied
 from compat.composite import is_composite
 from compat.downstream import Downstream
 from compat.dtypes import cast_spec
 from compat.exceptions import describe_exception
-from compat.mechanisms.base import applied
 from compat.probe import UserCodeError, user_exception
 from compat.references.autodiff import ForwardProbe
 from compat.references.base import Direction, DirectionKind, ForwardValue
