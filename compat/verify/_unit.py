@@ -20,6 +20,7 @@ import tensorflow as tf
 from tensorflow.python.framework import ops
 from tensorflow.python.framework.func_graph import FuncGraph
 
+from compat.exceptions import describe_exception
 from compat.signature import OutputSignature
 from compat.verify._legacy import import_path, missing_tensorflow_symbol
 from compat.verify._results import FORWARD, Attempt, SideResult
@@ -62,7 +63,7 @@ class Module:
 def describe(exc: BaseException, path: str = "") -> str:
     """`Type: message`, shortened (TensorFlow errors carry whole graphs), or what a missing TF symbol means."""
     missing = missing_tensorflow_symbol(exc, path) if path else None
-    text = missing or f"{type(exc).__name__}: {exc}".strip()
+    text = missing or describe_exception(exc).strip()
     return text if len(text) <= _MESSAGE_LIMIT else text[:_MESSAGE_LIMIT] + " ..."
 
 

@@ -50,3 +50,10 @@ def test_a_symbol_tf2_removed_is_named_with_its_line(trust_report):
     assert cell.status == "error"
     assert "`return tf.contrib.layers.flatten(x)` needs `tf.contrib`" in cell.message
     assert "ops.py:" in cell.message and "tf.contrib was removed in TensorFlow 2.0" in cell.message
+
+
+def test_an_exit_in_user_code_is_described_as_the_checker_describes_it():
+    from compat.verify._unit import describe
+
+    assert describe(SystemExit(3)) == "SystemExit(3) (user code called sys.exit)"
+    assert describe(ValueError("x" * 2000)).endswith(" ...") and describe(ValueError("")) == "ValueError:"
