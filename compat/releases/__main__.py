@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         write_all(args.output_dir, files)
     except OutputDirError as exc:
-        parser.error(str(exc))
+        parser.error(f"--output_dir={exc.path}: {exc.reason}")
     out = Path(args.output_dir)
     summary = matrix["summary"]
     print(f"{summary['releases_ran']} releases ran, {summary['releases_skipped']} skipped; {summary['changed']} of "
