@@ -22,13 +22,13 @@ from absl import app, flags, logging
 from compat._exit_guard import exits_raised
 from compat.apps._common import (
     EXIT_USAGE,
-    flag_message,
     import_tensorflow_quietly,
     prepare_output,
     run_app,
     stdout_kept_for_report,
     tensorflow_chatter_wanted,
 )
+from compat.apps._flag_text import flag_message
 from compat.apps._output import write_output
 from compat.apps._progress import Progress, progress_on_stderr
 from compat.comparison import DEFAULT_REFERENCE

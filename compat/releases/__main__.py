@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from compat.apps._flag_text import flag_message
 from compat.releases import html, markdown
 from compat.releases.merge import distinct_releases, load_report, merge
 from compat.releases.output import OutputDirError, write_all
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         reports = [report for _, report in joined]
         distinct_releases([path for path, _ in joined], reports)
     except ValueError as exc:
-        parser.error(str(exc))
+        parser.error(flag_message(exc))
     matrix = merge(reports)
     files = {"matrix.json": json.dumps(matrix, indent=2, ensure_ascii=False) + "\n",
              "matrix.md": markdown.render(matrix), "matrix.html": html.render(matrix)}
