@@ -44,7 +44,7 @@ def require_dask() -> Any:
     try:
         import distributed
     except ImportError:
-        raise DaskUnavailable("--executor=dask needs Dask's `distributed`: pip install 'gradcompat[dask]' (or pip "
+        raise DaskUnavailable("the Dask executor needs Dask's `distributed`: pip install 'gradcompat[dask]' (or pip "
                               "install distributed)") from None
     return distributed
 

@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
 
 def _merge_tool(paths: list[str]) -> int:
     """compat-rewrite's or compat-verify's shards: their whole run's report, the tool's exit code."""
-    from compat.reports.merged_tools import merged_tool_report, render_tool_document, tool_of
+    from compat.reports.merged_tools import TOOLS, merged_tool_report, render_tool_document, tool_of
 
     loaded = []
     for path in paths:
@@ -74,6 +74,9 @@ def _merge_tool(paths: list[str]) -> int:
             raise _usage_error(f"{path}: not a compat-rewrite or compat-verify JSON report; make it with "
                                "`--shard=K/N --format=json` as the other shards")
         loaded.append((path, document))
+    if _FORMAT.value not in ("table", "json"):
+        raise _usage_error(f"--format={_FORMAT.value}: {TOOLS[loaded[0][1]['tool']]} reports merge to text "
+                           "(--format=table) or json")
     try:
         document = merged_tool_report(loaded)
         out, err = render_tool_document(document, _FORMAT.value)

@@ -219,7 +219,7 @@ def _selection(paths: list[str]) -> Any:
     if _SHARD.value is None:
         return None
     shard = _shard()
-    durations = load_durations(_DURATIONS.value, command="compat-rewrite") if _DURATIONS.value else None
+    durations = load_durations(_DURATIONS.value, "--durations", "compat-rewrite") if _DURATIONS.value else None
 
     def select(files: list[str]) -> list[str]:
         labels = [display_path(path) for path in files]
@@ -229,7 +229,7 @@ def _selection(paths: list[str]) -> Any:
 
 def _shard() -> Shard:
     try:
-        return parse_shard(_SHARD.value or "")
+        return parse_shard(_SHARD.value or "", "--shard")
     except ValueError as e:
         raise app.UsageError(str(e), exitcode=EXIT_USAGE) from None
 

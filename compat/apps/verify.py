@@ -84,8 +84,8 @@ def _shard_contexts() -> tuple[list[str], Shard | None]:
                                  exitcode=EXIT_USAGE)
         return contexts, None
     try:
-        shard = parse_shard(_SHARD.value)
-        durations = load_durations(_DURATIONS.value, command="compat-verify") if _DURATIONS.value else None
+        shard = parse_shard(_SHARD.value, "--shard")
+        durations = load_durations(_DURATIONS.value, "--durations", "compat-verify") if _DURATIONS.value else None
     except ValueError as exc:
         raise app.UsageError(str(exc), exitcode=EXIT_USAGE) from None
     if shard.count > len(contexts):

@@ -302,7 +302,8 @@ def test_strict_reports_files_over_the_size_limit(tmp_path):
     result, _, _ = read_and_parse(str(big), max_file_bytes=8)
     assert not result.findings
     result, _, _ = read_and_parse(str(big), max_file_bytes=8, strict=True)
-    assert [f.rule for f in result.findings] == ["GC000"] and "strict mode parses every file" in result.findings[0].message
+    assert [f.rule for f in result.findings] == ["GC000"]
+    assert "strict mode parses every file" in result.findings[0].message
 
 
 def test_a_5mb_one_line_file_is_not_parsed_and_memory_stays_bounded(tmp_path):
