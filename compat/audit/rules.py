@@ -30,7 +30,7 @@ _RULES: tuple[Rule, ...] = (
         "The file could not be read, decoded or parsed as Python 3 (syntax error, Python 2 code, invalid "
         "encoding, binary content, or too large). It was not audited, so legacy patterns in it are unknown.",
         "Fix the syntax or encoding (Python 2 files: port them first, e.g. with `2to3`), or exclude the "
-        "file (an `exclude` pattern) if it is not code you ship.",
+        "file with `--exclude` if it is not code you ship.",
     ),
     Rule(
         "GC001", "defun-grad-func", Severity.WARNING,
