@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from compat import audit, distribute, registry, reports, rewrite, testing, verify  # noqa: F401
     from compat.catalogue import CATALOGUE  # noqa: F401
     from compat.checker import Cell, CheckReport, check  # noqa: F401
-    from compat.comparison import Difference, compare  # noqa: F401
+    from compat.comparison import Difference, Location, Part, compare  # noqa: F401
     from compat.composite import RaggedArray, SparseArray  # noqa: F401
     from compat.contexts import CONTEXTS  # noqa: F401
     from compat.downstream import Downstream  # noqa: F401
@@ -67,6 +67,8 @@ _EXPORTS: dict[str, str] = {
     "CheckReport": "compat.checker",
     "Cell": "compat.checker",
     "Difference": "compat.comparison",
+    "Location": "compat.comparison",
+    "Part": "compat.comparison",
     "compare": "compat.comparison",
     "render": "compat.reports",
     "load_specs": "compat.loading",

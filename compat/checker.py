@@ -9,11 +9,12 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat.comparison import DEFAULT_REFERENCE, CellStatus, Difference, cell_status, compare
+from compat.comparison import DEFAULT_REFERENCE, STATUS, CellStatus, Difference, cell_status, compare
 from compat.distribute.compare import References, compare_distributed
 from compat.distribute.reference_runs import shard_references
 from compat.dtypes import DTYPES, TOLERANCES, cast_spec
-from compat.probe import UserCodeError, describe_exception, user_exception
+from compat.exceptions import describe_exception
+from compat.probe import UserCodeError, user_exception
 from compat.references import compute, select_references
 from compat.references.base import ForwardCheck, ForwardValue, check_cell
 from compat.registry import check_names
@@ -336,7 +337,7 @@ def broken_spec_cells(spec: str, dtype: str, chosen: Plan, problem: str) -> list
         message = f"spec `{spec}`, variant `{variant}`: {problem}"
         result = VariantResult(spec=spec, variant=variant, mechanism=mechanism, context=context, status="error",
                                message=message, downstream="sum")
-        difference = Difference("error", "status", message)
+        difference = Difference("error", STATUS, message)
         cells.append(Cell(spec, "sum", dtype, variant, is_native(variant), "error", (difference,), result,
                           reference, is_native(variant)))
     return cells

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import typing
 from collections.abc import Sequence
 from typing import Literal, TypeGuard, cast
 
@@ -30,16 +32,84 @@ They break a gradient function only if it cannot take that form (it then shows a
 side effects (an extra call runs them again); the values the model learns from are compared apart."""
 
 
+Aspect = Literal["status", "gradient", "calls", "upstreams", "upstream", "input_grads", "input_grad", "outputs",
+                 "output", "variable_grad"]
+"""What a difference is about: the cell's status, the gradient TensorFlow accepted (its contract), the number of
+calls, of upstreams or of gradients (the plural), one upstream, one input gradient, one output (verify's forward),
+or one variable's gradient."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """The part of a distributed cell a difference is in: one replica's run on its shard, or the reduced gradients."""
+
+    replica: int | None
+    """The replica (`replica_id_in_sync_group`), or None for the gradients reduced over the replicas."""
+    rows: tuple[int, ...] = ()
+    """The batch rows of the replica's shard."""
+    global_batch: bool = False
+    """Whether the loss was divided by the global batch size (as `tf.nn.compute_average_loss` does)."""
+
+    def __str__(self) -> str:
+        scaling = " 1/global_batch" if self.global_batch else ""
+        if self.replica is None:
+            return f"reduced{scaling}"
+        return f"replica[{self.replica}] rows {list(self.rows)}{scaling}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Location:
+    """Where in a cell a difference is: its aspect, which one (`position`), in which call, in which part."""
+
+    aspect: Aspect
+    position: int | str | None = None
+    """The upstream's or input gradient's index, or the variable's name; None for a count or the status."""
+    call: int = 0
+    """The call of the gradient function whose upstream differs (0 for the first, and for anything but upstreams)."""
+    part: Part | None = None
+
+    def __str__(self) -> str:
+        text = self.aspect if self.position is None else f"{self.aspect}[{self.position}]"
+        text = f"call[{self.call}] {text}" if self.call else text
+        return f"{self.part} {text}" if self.part is not None else text
+
+    @classmethod
+    def parse(cls, text: str) -> Location:
+        """The location `str()` wrote as `text` (a JSON report's `where`); ValueError if it is not one."""
+        found = _LOCATION.fullmatch(text)
+        if found is None or found["aspect"] not in typing.get_args(Aspect):
+            raise ValueError(f"{text!r} is not a difference's location (e.g. `upstream[0]`, `call[1] upstream[0]`, "
+                             f"`replica[0] rows [0, 1] input_grad[0]`)")
+        part = None
+        if found["reduced"] or found["replica"]:
+            rows = tuple(int(row) for row in found["rows"].split(",")) if found["rows"] else ()
+            part = Part(None if found["reduced"] else int(found["replica"]), rows, bool(found["global_batch"]))
+        position = found["position"]
+        return cls(cast(Aspect, found["aspect"]), int(position) if position and position.isdigit() else position,
+                   int(found["call"] or 0), part)
+
+
+_LOCATION = re.compile(r"(?:(?:(?P<reduced>reduced)|replica\[(?P<replica>\d+)\] rows \[(?P<rows>[\d, ]*)\])"
+                       r"(?P<global_batch> 1/global_batch)? )?(?:call\[(?P<call>\d+)\] )?(?P<aspect>[a-z_]+)"
+                       r"(?:\[(?P<position>.*)\])?")
+STATUS = Location("status")
+
+
 @dataclasses.dataclass(frozen=True)
 class Difference:
-    """One way a variant differs from the reference; `where` is `status`, `upstream[i]` or `input_grad[i]`."""
+    """One way a variant differs from the reference, and where (`location`; `where` is its text)."""
 
     kind: DifferenceKind
-    where: str
+    location: Location
     detail: str
     max_abs: float | None = None
     max_rel: float | None = None
     index: tuple[int, ...] | None = None
+    """The first element whose values differ."""
+
+    @property
+    def where(self) -> str:
+        return str(self.location)
 
     @property
     def breaking(self) -> bool:
@@ -62,20 +132,20 @@ def compare(result: VariantResult, reference: VariantResult) -> tuple[Difference
     differences: list[Difference] = []
     if result.status != reference.status:
         kind = cast(DifferenceKind, result.status if result.status != "ok" else reference.status)
-        differences.append(Difference(kind, "status", f"{result.status} here, {reference.status} in the reference"
+        differences.append(Difference(kind, STATUS, f"{result.status} here, {reference.status} in the reference"
                                       + (f" ({result.message})" if result.message else "")))
-    differences += [Difference("contract", "gradient", f"TensorFlow {_verb(result)} a gradient that breaks the "
-                                                       f"contract: {problem}") for problem in result.violations]
+    differences += [Difference("contract", Location("gradient"), f"TensorFlow {_verb(result)} a gradient that "
+                                                                 f"breaks the contract: {problem}")
+                    for problem in result.violations]
     if result.calls and reference.calls:
         if result.calls != reference.calls:
             differences.append(_calls_difference(result, reference))
         for call, (mine, theirs) in enumerate(zip(result.upstreams, reference.upstreams, strict=False)):
-            prefix = f"call[{call}] " if call else ""
             if len(mine) != len(theirs):
-                differences.append(Difference("count", f"{prefix}upstreams", f"{len(mine)} upstreams here, "
-                                                                             f"{len(theirs)} in the reference"))
+                differences.append(Difference("count", Location("upstreams", call=call),
+                                              f"{len(mine)} upstreams here, {len(theirs)} in the reference"))
             for index, (upstream, other) in enumerate(zip(mine, theirs, strict=False)):
-                differences += _compare_upstream(f"{prefix}upstream[{index}]", upstream, other,
+                differences += compare_upstream(Location("upstream", index, call), upstream, other,
                                                  mixed=result.compute_dtype == "float16")
     if result.input_grads and reference.input_grads:
         differences += _compare_input_grads(result, reference)
@@ -90,11 +160,11 @@ def _calls_difference(result: VariantResult, reference: VariantResult) -> Differ
     extra = longer.upstreams[min(result.calls, reference.calls):]
     if extra and all(_all_zero(call) for call in extra):
         where = "here" if longer is result else "in the reference"
-        return Difference("zero_calls", "calls", f"{detail}; the extra call(s) {where} received only zero "
+        return Difference("zero_calls", Location("calls"), f"{detail}; the extra call(s) {where} received only zero "
                           "upstreams (TensorFlow differentiating the backward function again): the values are "
                           "unchanged, but side effects in the gradient function (counters, assignments, logging) "
                           "run again")
-    return Difference("calls", "calls", detail)
+    return Difference("calls", Location("calls"), detail)
 
 
 def _all_zero(call: Sequence[Upstream]) -> bool:
@@ -108,10 +178,10 @@ def _verb(result: VariantResult) -> str:
 def _compare_input_grads(result: VariantResult, reference: VariantResult) -> list[Difference]:
     differences: list[Difference] = []
     if len(result.input_grads) != len(reference.input_grads):
-        differences.append(Difference("count", "input_grads", f"{len(result.input_grads)} input gradients here, "
-                                                              f"{len(reference.input_grads)} in the reference"))
+        differences.append(Difference("count", Location("input_grads"), f"{len(result.input_grads)} input "
+                                      f"gradients here, {len(reference.input_grads)} in the reference"))
     for index, (mine, theirs) in enumerate(zip(result.input_grads, reference.input_grads, strict=False)):
-        where = f"input_grad[{index}]"
+        where = Location("input_grad", index)
         kinds = {_kind(result, index), _kind(reference, index)}
         if kinds == {"dense", "indexed_slices"}:
             differences.append(Difference("sparse_vs_dense", where, f"{_kind(result, index)} here, "
@@ -127,7 +197,7 @@ def _kind(result: VariantResult, index: int) -> str | None:
     return result.input_grad_kinds[index] if index < len(result.input_grad_kinds) else None
 
 
-def _compare_upstream(where: str, mine: Upstream, theirs: Upstream, mixed: bool = False) -> list[Difference]:
+def compare_upstream(where: Location, mine: Upstream, theirs: Upstream, mixed: bool = False) -> list[Difference]:
     """`mixed`: `mine` arrived under a mixed-precision policy (float16, loss-scaled, stored unscaled): a float16
     where the reference has another float dtype is what the policy does (`compute_dtype`), and the values are
     compared at float16's tolerance."""
@@ -197,7 +267,7 @@ def _compatible(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> bool:
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
 
 
-def compare_arrays(where: str, mine: np.ndarray | None, theirs: np.ndarray | None) -> list[Difference]:
+def compare_arrays(where: Location, mine: np.ndarray | None, theirs: np.ndarray | None) -> list[Difference]:
     if mine is None or theirs is None:
         if mine is None and theirs is None:
             return []

@@ -13,7 +13,8 @@ from typing import Any
 
 from compat.catalogue import ALL_SPECS, FORMS, FORMS_GROUP
 from compat.errors import Error
-from compat.probe import describe_exception, user_exception
+from compat.exceptions import describe_exception
+from compat.probe import user_exception
 from compat.spec import GradientSpec
 
 

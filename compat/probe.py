@@ -17,8 +17,8 @@ try:  # where tf.custom_gradient finds the variables a function reads (TF 2.13+;
 except ImportError:  # pragma: no cover - TensorFlow 2.12
     from tensorflow.python.eager.tape import VariableWatcher
 
-from compat._exit_guard import ExitCalled
 from compat.composite import component
+from compat.exceptions import describe_exception
 from compat.naming import ascii_word, next_number
 from compat.results import Upstream, intern_array
 from compat.spec import GradientSpec
@@ -181,14 +181,6 @@ def user_exception(exc: BaseException) -> bool:
     `SystemExit` from user code included: a `sys.exit(0)` in a gradient must not end the run as a pass.
     """
     return not isinstance(exc, (KeyboardInterrupt, GeneratorExit))
-
-
-def describe_exception(exc: BaseException) -> str:
-    if isinstance(exc, SystemExit):
-        return f"SystemExit({exc.code!r}) (user code called sys.exit)"
-    if isinstance(exc, ExitCalled):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _static_shape(shape: tf.TensorShape) -> tuple[int | None, ...] | None:

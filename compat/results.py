@@ -198,8 +198,3 @@ class VariantResult:
             form = " (IndexedSlices)" if self.input_grad_kinds[index:index + 1] == ("indexed_slices",) else ""
             lines.append(f"  input_grad[{index}]{form}{reduced}: {shown}")
         return "\n".join(lines)
-
-
-class NotShardable(Exception):
-    """A distributed context cannot split the case into one shard per replica: its cells are unsupported, saying
-    why. Here (TensorFlow-free) so the runner classifies it without importing `compat.distribute`."""

@@ -12,15 +12,15 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
-from compat.contexts import ALL_CONTEXTS, Case, Outcome
+from compat.contexts import ALL_CONTEXTS, Case, Crashed, Failed, Outcome, Ran, Refused, cannot_run
+from compat.contexts.base import CANNOT_RUN, Phase
 from compat.downstream import Downstream, as_downstream
+from compat.exceptions import describe_exception, tensorflow_message
 from compat.mechanisms.base import applied
-from compat.probe import Probe, UserCodeError, describe_exception
-from compat.results import NotShardable, Upstream, VariantResult, intern_array
+from compat.probe import Probe, UserCodeError
+from compat.results import Upstream, VariantResult, intern_array
 from compat.spec import GradientSpec
 from compat.variants import parse_variant, select
-
-_MESSAGE_LIMIT = 400
 
 _REFUSALS = (tf.errors.NotFoundError, tf.errors.UnimplementedError)
 """Run-time errors by which TensorFlow refuses a combination (e.g. a Defun's function or gradient not found
@@ -78,12 +78,12 @@ def run_matrix(spec: GradientSpec, downstreams: Sequence[Downstream],
                       before_run=probe.reset_calls, variables=tuple(spec.variables), probe=probe,
                       extra_sources=_created_by(probe) if spec.takes_variables else None)
                  for index, probe in planned]
-        outcomes = []
+        outcomes: list[Outcome] = []
         reason = ALL_CONTEXTS[context_name].unavailable()
         for batch in _batches(cases) if reason is None else ():
             outcomes += _run_batch(context_name, batch)
-        if reason is not None:
-            outcomes = [Outcome(error=ContextUnavailable(reason), phase="build") for _ in cases]
+        if reason is not None:  # worded as the class that once carried it, which reports quote
+            outcomes = [cannot_run(f"ContextUnavailable: {reason}") for _ in cases]
         for (index, probe), outcome in zip(planned, outcomes, strict=True):
             results[probe.variant, index] = to_result(probe, downstreams[index], outcome)
     return [results[variant, index] for variant in chosen for index in range(len(downstreams))]
@@ -137,17 +137,9 @@ def _run_batch(context_name: str, batch: list[Case]) -> list[Outcome]:
     except UserCodeError:
         raise  # the spec is broken in every context: compat.checker reports it once
     except Exception as exc:  # noqa: BLE001
-        failure = ContextFailed(f"context `{context_name}` failed with TensorFlow {tf.__version__}: "
-                                f"{describe_exception(exc)}")
-        return [Outcome(error=failure, phase="build") for _ in batch]
-
-
-class ContextFailed(Exception):
-    """A context raised instead of returning outcomes: its cells are errors that name it."""
-
-
-class ContextUnavailable(Exception):
-    """A context cannot run in this installation (a package it needs is missing): its cells are unsupported."""
+        failure = Crashed(f"context `{context_name}` failed with TensorFlow {tf.__version__}: "
+                          f"{describe_exception(exc)}")
+        return [failure for _ in batch]
 
 
 def _builder(probe: Probe) -> Callable[[], Any]:
@@ -168,10 +160,15 @@ def _created_by(probe: Probe) -> Callable[[Any], list[Any]]:
 def to_result(probe: Probe, downstream: Downstream, outcome: Outcome) -> VariantResult:
     """Classify one outcome (`_classify`); a note the context made is added to the message."""
     result = _classify(probe, downstream, outcome)
-    if outcome.note is None:
+    note = outcome.note if isinstance(outcome, (Ran, Failed)) else None
+    if note is None:
         return result
-    message = f"{result.message}; {outcome.note}" if result.message else f"{probe.where}: {outcome.note}"
+    message = f"{result.message}; {note}" if result.message else f"{probe.where}: {note}"
     return dataclasses.replace(result, message=message)
+
+
+_NOTHING_RAN = Ran(input_grads=())
+"""What a case that did not run reports of the context's facts (scale, dtype, replicas): none."""
 
 
 def _classify(probe: Probe, downstream: Downstream, outcome: Outcome) -> VariantResult:
@@ -181,49 +178,64 @@ def _classify(probe: Probe, downstream: Downstream, outcome: Outcome) -> Variant
     the cell is `error` with TensorFlow's message; where it accepts it, `ok`, with the violation kept.
     """
     mechanism, context = probe.variant.split("@")
-    scale = outcome.upstream_scale
+    ran = outcome if isinstance(outcome, Ran) else _NOTHING_RAN
+    scale = ran.upstream_scale
     calls = tuple(probe.calls) if scale is None else tuple(
         tuple(_unscaled(u, scale) for u in call) for call in probe.calls)
     common: dict[str, Any] = dict(spec=probe.spec.name, variant=probe.variant, mechanism=mechanism, context=context,
                   upstreams=calls, calls=len(probe.calls), traces=probe.traces, upstream_scale=scale,
-                  compute_dtype=outcome.compute_dtype,
-                  downstream=downstream.name, violations=tuple(probe.violations), replicas=outcome.replicas,
-                  scaled_input_grads=outcome.scaled_input_grads, global_batch=outcome.global_batch)
+                  compute_dtype=ran.compute_dtype,
+                  downstream=downstream.name, violations=tuple(probe.violations), replicas=ran.replicas,
+                  scaled_input_grads=ran.scaled_input_grads, global_batch=ran.global_batch)
     if probe.error is not None and probe.error.refused:
-        message = f"{probe.where}: TensorFlow cannot run this combination: {probe.error.problem}"
+        message = f"{probe.where}: {CANNOT_RUN}: {probe.error.problem}"
         return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
     if probe.error is not None:
         return VariantResult(status="error", message=str(probe.error), **common)
-    if isinstance(outcome.error, ContextFailed):
-        return VariantResult(status="error", message=f"{probe.where}: {outcome.error}", **common)
-    if outcome.error is not None:
-        reason = _tensorflow_message(outcome.error)
-        broken = (f"; the gradient function broke its contract: {'; '.join(probe.violations)}"
-                  if probe.violations else "")
-        if broken and isinstance(outcome.error, _REJECTIONS):
-            message = f"{probe.where}: TensorFlow rejected the gradient ({reason}){broken}"
-            return VariantResult(status="error", message=message, **common)
-        if isinstance(outcome.error, NotShardable):
-            message = f"{probe.where}: not run: {outcome.error}"
-            return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
-        if outcome.phase == "build" or _refused(outcome.error):
-            message = f"{probe.where}: TensorFlow cannot run this combination: {reason}{broken}"
-            return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
-        failed = "failed at run time"
-        node = _FAILING_NODE.search(reason)
-        if node is not None and node.group(1).rsplit("/", 1)[-1] in probe.forward_ops:  # prefixed in a nested call
-            failed = f"the forward's op `{node.group(1)}` failed at run time"
-        return VariantResult(status="error", message=f"{probe.where}: {failed}: {reason}{broken}", **common)
+    match outcome:
+        case Crashed(reason):
+            return VariantResult(status="error", message=f"{probe.where}: {reason}", **common)
+        case Refused(reason):
+            return VariantResult(status="unsupported", message=f"{probe.where}: {reason}",
+                                 **{**common, "violations": ()})
+        case Failed(error, phase):
+            return _failed(probe, error, phase, common)
+        case Ran():
+            return _ran(probe, outcome, common)
+
+
+def _failed(probe: Probe, error: BaseException, phase: Phase, common: dict[str, Any]) -> VariantResult:
+    """TensorFlow rejecting a gradient that broke its contract is `error`; refusing to build or run the
+    combination, `unsupported`; anything else failing at run time, `error`."""
+    reason = tensorflow_message(error)
+    broken = (f"; the gradient function broke its contract: {'; '.join(probe.violations)}"
+              if probe.violations else "")
+    if broken and isinstance(error, _REJECTIONS):
+        message = f"{probe.where}: TensorFlow rejected the gradient ({reason}){broken}"
+        return VariantResult(status="error", message=message, **common)
+    if phase == "build" or _refused(error):
+        message = f"{probe.where}: {CANNOT_RUN}: {reason}{broken}"
+        return VariantResult(status="unsupported", message=message, **{**common, "violations": ()})
+    failed = "failed at run time"
+    node = _FAILING_NODE.search(reason)
+    if node is not None and node.group(1).rsplit("/", 1)[-1] in probe.forward_ops:  # prefixed in a nested call
+        failed = f"the forward's op `{node.group(1)}` failed at run time"
+    return VariantResult(status="error", message=f"{probe.where}: {failed}: {reason}{broken}", **common)
+
+
+def _ran(probe: Probe, outcome: Ran, common: dict[str, Any]) -> VariantResult:
+    """The case ran: `not_observable` where the probe could not see every call, `not_called` where TensorFlow
+    never ran the gradient function, else `ok` (with any contract violation TensorFlow accepted)."""
     if probe.unobservable is not None:  # calls seen elsewhere (before a loop) are not all of them: none are kept
         message = (f"{probe.where}: upstream not observable: {probe.unobservable}; calls and upstreams are "
                    f"unknown here, input_grads are what TensorFlow computed")
-        return VariantResult(status="not_observable", message=message, input_grads=outcome.input_grads or (),
-                             input_grad_kinds=outcome.input_grad_kinds or (),
+        return VariantResult(status="not_observable", message=message, input_grads=outcome.input_grads,
+                             input_grad_kinds=outcome.input_grad_kinds,
                              **{**common, "violations": (), "calls": 0, "upstreams": ()})
     if not probe.calls:
         common["violations"] = ()  # built, never run: nothing TensorFlow did depended on it
-    grads = outcome.input_grads or ()
-    forms: dict[str, Any] = dict(input_grads=grads, input_grad_kinds=outcome.input_grad_kinds or ())
+    grads = outcome.input_grads
+    forms: dict[str, Any] = dict(input_grads=grads, input_grad_kinds=outcome.input_grad_kinds)
     if probe.calls:  # shapes hidden while building (a Defun body) show only in what TensorFlow returned
         common["violations"] += _shape_problems(probe.spec, grads)
     if not probe.calls:
@@ -252,27 +264,4 @@ def _shape_problems(spec: GradientSpec, grads: Sequence[np.ndarray | None]) -> t
                  if grad is not None and np.shape(grad) != value.shape)
 
 
-_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
 _FAILING_NODE = re.compile(r"\{\{node ([^}\s]+)\}\}")
-_NODE_DEF_LINE = re.compile(r'^([a-z_]+ \{|\}|[a-z_]+: ("[^"]*"|[\w.-]+))$')
-"""A line of a NodeDef that TensorFlow prints inside a message (`op: "Sign"`, `attr {`, `}`): left out, so the
-sentence after it (`... do not match num inputs 1`) is kept."""
-
-
-def _tensorflow_message(error: BaseException) -> str:
-    """TensorFlow's own message, without the Python stack it embeds for graph execution errors."""
-    text = getattr(error, "message", None) or str(error) or repr(error)
-    lines = [line.strip() for line in text.strip().splitlines()]
-    if lines and lines[0] == "in user code:":  # autograph's wrapper (tf.keras 2 train steps): the error is last
-        raised = [index for index, line in enumerate(lines) if _RAISED.match(line)]
-        lines = lines[raised[-1]:] if raised else lines
-        lines[0] = lines[0].removeprefix(f"{type(error).__name__}: ")
-    # Before 2.15 a graph execution error quotes the Python stack where the op was defined: `File "..."` lines,
-    # each followed by its source line, then `Node: 'Lgamma'`.
-    kept = [line for index, line in enumerate(lines)
-            if line and not line.startswith(("File \"", "Detected at node", "[[{{node", "Node: '"))
-            and not (index and (_NODE_DEF_LINE.match(line) or lines[index - 1].startswith("File \"")))]
-    first = " ".join(kept[:3])
-    if len(first) > _MESSAGE_LIMIT:
-        first = first[: _MESSAGE_LIMIT - 3] + "..."
-    return f"{type(error).__name__}: {first}"

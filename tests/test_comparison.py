@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from compat.comparison import Difference, cell_status, compare
+from compat.comparison import Difference, Location, Part, cell_status, compare
 from compat.results import Upstream, VariantResult
 
 
@@ -86,7 +86,8 @@ def test_input_grad_none_vs_values():
 
 
 def test_difference_as_dict():
-    assert Difference("values", "upstream[0]", "x").as_dict() == {"kind": "values", "detail": "upstream[0]: x"}
+    difference = Difference("values", Location("upstream", 0), "x")
+    assert difference.as_dict() == {"kind": "values", "detail": "upstream[0]: x"}
 
 
 def test_every_call_is_compared_not_only_the_first():
@@ -180,3 +181,34 @@ def test_a_scaled_upstream_is_compared_at_its_own_precision_unless_computed_in_f
     assert kinds(compare(keras_fit, reference)) == [("values", "input_grad[0]")]
     mixed = dataclasses.replace(keras_fit, upstream_scale=2.0**15, compute_dtype="float16")
     assert compare(mixed, reference) == ()
+
+
+@pytest.mark.parametrize("location", [
+    Location("status"), Location("gradient"), Location("calls"), Location("input_grads"), Location("upstream"),
+    Location("upstreams", call=2), Location("upstream", 0), Location("upstream", 3, call=1),
+    Location("input_grad", 1), Location("variable_grad", "dense/kernel:0"), Location("variable_grad", "w:0 ~ v:0"),
+    Location("input_grad", 0, part=Part(None)), Location("calls", part=Part(None, global_batch=True)),
+    Location("upstream", 0, call=1, part=Part(1, (2, 3), global_batch=True)),
+    Location("upstreams", part=Part(0, (0, 1))), Location("output", 0), Location("outputs"),
+])
+def test_a_location_reads_back_from_its_text(location):
+    assert Location.parse(str(location)) == location
+
+
+def test_a_location_reads_as_the_text_reports_have_always_written():
+    assert str(Location("upstream", 0, call=1, part=Part(1, (2, 3), global_batch=True))) == \
+        "replica[1] rows [2, 3] 1/global_batch call[1] upstream[0]"
+    assert str(Location("input_grad", 0, part=Part(None, global_batch=True))) == "reduced 1/global_batch input_grad[0]"
+    assert str(Location("upstreams", call=2)) == "call[2] upstreams"
+
+
+@pytest.mark.parametrize("text", ["", "upstream[0", "loss[0]", "replica[x] rows [] upstream[0]", "call[] calls"])
+def test_text_that_is_no_location_is_refused_with_an_example(text):
+    with pytest.raises(ValueError, match="is not a difference's location"):
+        Location.parse(text)
+
+
+def test_differences_carry_their_location_not_text():
+    reference = result(grads=(np.array([1.0], np.float32),))
+    (difference,) = compare(result(grads=(np.array([2.0], np.float32),)), reference)
+    assert difference.location == Location("input_grad", 0) and difference.where == "input_grad[0]"

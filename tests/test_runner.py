@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 import compat
+from compat.contexts import Crashed, Failed, Refused
 from compat.downstream import Downstream
 from compat.runner import run_matrix
 
@@ -216,7 +217,7 @@ def test_a_wrong_number_of_gradients_gets_tensorflows_own_reaction_in_each_varia
     """The gradient is handed to TensorFlow as returned, as for a wrong dtype or shape: each cell quotes what
     TensorFlow itself raises for the same hand-written code (measured here, per mechanism and context), or
     runs where TensorFlow runs it; the count is kept as a contract violation."""
-    from compat.runner import _tensorflow_message
+    from compat.exceptions import tensorflow_message
 
     spec = _spec(f"count_{count}", tf.sign, lambda i, o, u: [0.5 * u[0]] * count)
     spec = compat.GradientSpec(spec.name, spec.forward, spec.gradient, spec.example_inputs, op_type="Sign")
@@ -230,7 +231,7 @@ def test_a_wrong_number_of_gradients_gets_tensorflows_own_reaction_in_each_varia
             continue
         raised_somewhere = True
         assert result.status in ("error", "unsupported"), (variant, result.message)
-        reason = _tensorflow_message(expected)
+        reason = tensorflow_message(expected)
         assert _masked(reason) in _masked(result.message), (variant, reason, result.message)
         if result.status == "error":
             assert f"gradient returned {count} value" in result.message and result.violations, result.message
@@ -357,16 +358,6 @@ def test_tensorflow_refusing_at_run_time_is_unsupported_not_a_user_error():
     assert "NotFoundError" in result.message and "cannot run this combination" in result.message
 
 
-def test_an_error_autograph_wrapped_in_a_keras_train_step_is_reported_by_its_last_line():
-    from compat.runner import _tensorflow_message
-
-    wrapped = ValueError('in user code:\n\n    File "training.py", line 1284, in train_function  *\n'
-                         '        return step_function(self, iterator)\n\n    ValueError: my gradient is broken\n')
-    assert _tensorflow_message(wrapped) == "ValueError: my gradient is broken"
-    assert _tensorflow_message(TypeError("in user code:\n\n    LookupError: No gradient defined")) == (
-        "TypeError: LookupError: No gradient defined")
-
-
 def test_a_context_that_fails_itself_makes_error_cells_for_its_variants_only(seed_spec, monkeypatch):
     from compat.contexts import ALL_CONTEXTS as CONTEXTS
 
@@ -443,3 +434,20 @@ def test_tensorflow_refusing_an_api_the_gradient_calls_is_unsupported_with_its_w
     assert refused["custom_gradient@v1_session"].status == "ok", refused["custom_gradient@v1_session"].message
     for result in compat.run(_spec("own_runtime_error", lambda x: x * 2.0, own), variants=variants):
         assert result.status == "error" and "gradient raised RuntimeError: my gradient is broken" in result.message
+
+
+@pytest.mark.parametrize(("outcome", "status", "words"), [
+    (Refused("not run: the loss takes a max"), "unsupported", "not run: the loss takes a max"),
+    (Crashed("context `eager_tape` failed with TensorFlow 2: KeyError: 1"), "error",
+     "context `eager_tape` failed with TensorFlow 2: KeyError: 1"),
+    (Failed(ValueError("no such op"), "build"), "unsupported",
+     "TensorFlow cannot run this combination: ValueError: no such op"),
+    (Failed(ValueError("bad value"), "run"), "error", "failed at run time: ValueError: bad value"),
+])
+def test_the_runner_words_each_typed_outcome_as_its_cell(seed_spec, outcome, status, words):
+    from compat.probe import Probe
+    from compat.runner import to_result
+
+    probe = Probe(seed_spec(), "custom_gradient@eager_tape")
+    result = to_result(probe, Downstream("sum", tf.reduce_sum), outcome)
+    assert (result.status, result.message) == (status, f"{probe.where}: {words}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, MutableMapping
 
-from compat.contexts.base import Case, Context, Outcome
+from compat.contexts.base import Case, Context, Crashed, Failed, Outcome, Ran, Refused, cannot_run
 from compat.contexts.eager import EagerTape
 from compat.contexts.forward_mode import ForwardAccumulatorContext
 from compat.contexts.function import FunctionGradients, FunctionTape
@@ -58,4 +58,5 @@ ALL_CONTEXTS: MutableMapping[str, Context] = _Contexts(
 CONTEXTS: dict[str, Context] = {name: ALL_CONTEXTS[name] for name in CONTEXT_NAMES}
 """The default contexts (every variant in `compat.VARIANTS`); the opt-in ones run only when named."""
 
-__all__ = ["ALL_CONTEXTS", "CONTEXTS", "Case", "Context", "Outcome"]
+__all__ = ["ALL_CONTEXTS", "CONTEXTS", "Case", "Context", "Crashed", "Failed", "Outcome", "Ran", "Refused",
+           "cannot_run"]

@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import importlib.util
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import tensorflow as tf
@@ -46,7 +46,7 @@ class Case:
     """Called once the loss is built, with a tape that recorded it (for `tf.gradients`, one that only watched
     which variables were read): more tf.Variables to
     differentiate with respect to, after the inputs and `variables` (those the forward created or read itself);
-    their gradients follow the inputs' in `Outcome.input_grads`, named in `Outcome.variable_names`."""
+    their gradients follow the inputs' in `Ran.input_grads`, named in `Ran.variable_names`."""
 
     @property
     def sources(self) -> tuple[np.ndarray, ...]:
@@ -55,14 +55,12 @@ class Case:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Outcome:
-    """Input gradients (dense numpy or None each, with the form TensorFlow returned each in), or the
-    exception and the phase it was raised in."""
+class Ran:
+    """The context ran the case: its input gradients (dense numpy or None each, with the form TensorFlow returned
+    each in) and what the context did to them."""
 
-    input_grads: tuple[np.ndarray | None, ...] | None = None
-    error: BaseException | None = None
-    phase: Phase | None = None
-    input_grad_kinds: tuple[str, ...] | None = None
+    input_grads: tuple[np.ndarray | None, ...]
+    input_grad_kinds: tuple[str, ...] = ()
     upstream_scale: float | None = None
     """The factor the context multiplied every upstream by (a mixed-precision loss scale, Keras' mean over the
     batch), or None."""
@@ -79,6 +77,46 @@ class Outcome:
     """The names of the `Case.extra_sources` variables whose gradients end `input_grads`, in that order."""
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Failed:
+    """Building or running the case raised `error`, in `phase`. The runner tells TensorFlow refusing the
+    combination (`unsupported`) from a failure (`error`) by the phase and the error."""
+
+    error: BaseException
+    phase: Phase
+    note: str | None = None
+    """As `Ran.note`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Refused:
+    """The context knows, without trying, that it cannot run this combination (model.fit has no second order, a
+    case does not shard over replicas, a package is missing): an `unsupported` cell."""
+
+    reason: str
+    """The words the cell's message gives after the variant (`cannot_run` words them as TensorFlow's refusals)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Crashed:
+    """The context itself raised instead of returning outcomes (a TensorFlow or Keras release it does not
+    support, a gradcompat bug): an `error` cell naming the context."""
+
+    reason: str
+
+
+Outcome: TypeAlias = Ran | Failed | Refused | Crashed
+"""What a context reports for one case. Where the upstream was not observable the outcome is a `Ran`, and the
+probe says why (`Probe.unobservable`)."""
+
+CANNOT_RUN = "TensorFlow cannot run this combination"
+
+
+def cannot_run(reason: str) -> Refused:
+    """A refusal worded as the runner words TensorFlow's own (`TensorFlow cannot run this combination: ...`)."""
+    return Refused(f"{CANNOT_RUN}: {reason}")
+
+
 @dataclasses.dataclass(frozen=True)
 class VariableSource:
     """A tf.Variable the forward created or read (`Case.extra_sources`), as the outcome reports it."""
@@ -88,8 +126,8 @@ class VariableSource:
 
 
 def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray],
-                  variables: Sequence[VariableSource] = ()) -> Outcome:
-    """An Outcome from computed gradients (eager tensors, Session values, IndexedSlices or None): each as
+                  variables: Sequence[VariableSource] = ()) -> Ran:
+    """A `Ran` from computed gradients (eager tensors, Session values, IndexedSlices or None): each as
     a dense numpy array, with its form (`none`, `dense`, `indexed_slices`) kept apart. The gradients of
     `variables` (extra sources) follow those of `sources`."""
     arrays: list[np.ndarray | None] = []
@@ -110,7 +148,7 @@ def grads_outcome(grads: Sequence[Any], sources: Sequence[np.ndarray],
         else:
             arrays.append(intern_array(np.asarray(grad.numpy() if hasattr(grad, "numpy") else grad)))
             kinds.append("dense")
-    return Outcome(input_grads=tuple(arrays), input_grad_kinds=tuple(kinds),
+    return Ran(input_grads=tuple(arrays), input_grad_kinds=tuple(kinds),
                    variable_names=tuple(variable.name for variable in variables))
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat.contexts.base import Case, Context, Gradients, Outcome, grads_outcome, tape_gradients
+from compat.contexts.base import Case, Context, Failed, Gradients, Outcome, Ran, grads_outcome, tape_gradients
 from compat.contexts.isolation import run_alone
 
 
@@ -19,18 +19,18 @@ class EagerTape(Context):
         return [self.run_one(case) for case in cases]
 
     @staticmethod
-    def run_one(case: Case, gradients: Callable[[Case, Sequence[Any]], Gradients] = tape_gradients) -> Outcome:
+    def run_one(case: Case, gradients: Callable[[Case, Sequence[Any]], Gradients] = tape_gradients) -> Ran | Failed:
         """One case, eagerly: its inputs as constants, its variables as tf.Variables, differentiated by `gradients`
         (a tf.GradientTape by default)."""
         return run_alone(case, lambda: _run_eagerly(case, gradients))
 
 
-def _run_eagerly(case: Case, gradients: Callable[[Case, Sequence[Any]], Gradients]) -> Outcome:
+def _run_eagerly(case: Case, gradients: Callable[[Case, Sequence[Any]], Gradients]) -> Ran | Failed:
     try:
         sources = [*(tf.constant(value) for value in case.inputs), *(tf.Variable(v) for v in case.variables)]
         computed = gradients(case, sources)
     except Exception as exc:  # noqa: BLE001 - eager builds and runs at once; the error's type tells which.
-        return Outcome(error=exc, phase="build" if _is_unsupported(exc) else "run")
+        return Failed(error=exc, phase="build" if _is_unsupported(exc) else "run")
     return grads_outcome(computed.grads, case.sources, computed.variables)
 
 

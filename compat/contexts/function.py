@@ -11,6 +11,7 @@ import tensorflow as tf
 from compat.contexts.base import (
     Case,
     Context,
+    Failed,
     Gradients,
     Outcome,
     Phase,
@@ -57,7 +58,7 @@ class FunctionContext(Context):
                         traced[index] = gradients(cases[index], [*inputs, *variables[index]])
                         results[str(index)] = traced[index].grads
                     except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
-                        outcomes[index] = Outcome(error=exc, phase="build")
+                        outcomes[index] = Failed(error=exc, phase="build")
                         continue
                 if stash is not None:
                     stashes[index] = stash
@@ -68,7 +69,7 @@ class FunctionContext(Context):
         try:
             concrete = function.get_concrete_function()
         except Exception as exc:  # noqa: BLE001
-            return {index: outcomes.get(index, Outcome(error=exc, phase="build")) for index in indices}, []
+            return {index: outcomes.get(index, Failed(error=exc, phase="build")) for index in indices}, []
         built = [index for index in indices if index not in outcomes]
         try:
             values = concrete(*[value for index in indices for value in cases[index].inputs])
@@ -76,7 +77,7 @@ class FunctionContext(Context):
             if len(built) > 1:
                 return outcomes, built
             phase: Phase = "build" if self.refused_at_compile(exc) else "run"
-            outcomes.update({index: Outcome(error=exc, phase=phase) for index in built})
+            outcomes.update({index: Failed(error=exc, phase=phase) for index in built})
             return outcomes, []
         for index in built:
             if index in stashes:

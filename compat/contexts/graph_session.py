@@ -12,6 +12,7 @@ import tensorflow as tf
 from compat.contexts.base import (
     Case,
     Context,
+    Failed,
     Gradients,
     Outcome,
     grads_outcome,
@@ -42,7 +43,7 @@ class GraphSessionContext(Context):
                 try:
                     built[index] = self._build(case)
                 except Exception as exc:  # noqa: BLE001 - a case that cannot be built is a result.
-                    outcomes[index] = Outcome(error=exc, phase="build")
+                    outcomes[index] = Failed(error=exc, phase="build")
         with tf.compat.v1.Session(graph=graph) as session:
             try:
                 with graph.as_default():
@@ -62,7 +63,7 @@ class GraphSessionContext(Context):
         fetch, the variable initializer included. That is the case's failure at run time, not the context's:
         alone, the case gets TensorFlow's error; several are run again each in a graph of its own."""
         if len(built) == 1 or not fresh:
-            return {index: Outcome(error=error, phase="run") for index in built}
+            return {index: Failed(error=error, phase="run") for index in built}
         return {index: self.run([cases[index]])[0] for index in built}
 
     def _build(self, case: Case) -> tuple[Gradients, dict[Any, Any]]:
@@ -97,7 +98,7 @@ def _run_batch(session: tf.compat.v1.Session, cases: Sequence[Case], built: dict
     except Exception as exc:  # noqa: BLE001 - a failing case is a result; retried apart to find it.
         if len(indices) > 1:
             return {}, indices
-        return {indices[0]: Outcome(error=exc, phase="run")}, []
+        return {indices[0]: Failed(error=exc, phase="run")}, []
     return {index: grads_outcome(_unflatten(built[index][0], values[index]), cases[index].sources,
                                  built[index][0].variables) for index in indices}, []
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from compat.contexts.base import Case, Context, Outcome, Phase
+from compat.contexts.base import Case, Context, Failed, Outcome, Phase, Ran, cannot_run
 from compat.contexts.isolation import isolate_cases
 from compat.contexts.wrapped import quiet_retracing
 from compat.results import intern_array
@@ -37,10 +37,6 @@ BATCH = 4
 
 UPSTREAM_SCALE = 1.0 / BATCH
 """What Keras' documented `sum_over_batch_size` reduction multiplies the summed per-sample losses by."""
-
-
-class NotExpressible(Exception):
-    """What a scenario asks for has no counterpart in `model.fit` (second order, grad_ys): unsupported."""
 
 
 class KerasFit(Context):
@@ -58,7 +54,7 @@ class KerasFit(Context):
             if reason is None:
                 runnable.append(index)
             else:
-                outcomes[index] = Outcome(error=NotExpressible(reason), phase="build")
+                outcomes[index] = cannot_run(f"NotExpressible: {reason}")  # the words reports have always quoted
         with quiet_retracing():  # every fit traces a new train step, on purpose
             outcomes.update(isolate_cases(cases, runnable, functools.partial(_fit, cases)))
         return [outcomes[index] for index in range(len(cases))]
@@ -90,7 +86,7 @@ def _fit(cases: Sequence[Case], indices: list[int]) -> tuple[dict[int, Outcome],
         if len(still) > 1:
             return dict(batch.failures), still
         phase: Phase = "run" if isinstance(exc, tf.errors.OpError) else "build"
-        return {**batch.failures, **{index: Outcome(error=exc, phase=phase) for index in still}}, []
+        return {**batch.failures, **{index: Failed(error=exc, phase=phase) for index in still}}, []
     # a case whose forward failed while Keras traced the step keeps its error
     return {index: batch.failures.get(index) or recorder.outcome(index) for index in indices}, []
 
@@ -152,7 +148,7 @@ class _Recorder:
             sink = self._sinks[key]  # a gradient of another dtype (a violation the probe notes) is kept in the source's
             sink.assign(tf.cast(tf.convert_to_tensor(grad), sink.dtype))
 
-    def outcome(self, index: int) -> Outcome:
+    def outcome(self, index: int) -> Ran:
         """The case's gradients as the optimizer was handed them, divided by the declared 1 / BATCH."""
         grads: list[np.ndarray | None] = []
         kinds: list[str] = []
@@ -163,7 +159,7 @@ class _Recorder:
                 continue
             value = self._sinks[index, position].numpy()
             grads.append(intern_array((value.astype(np.float64) / UPSTREAM_SCALE).astype(value.dtype)))
-        return Outcome(input_grads=tuple(grads), input_grad_kinds=tuple(kinds), upstream_scale=UPSTREAM_SCALE)
+        return Ran(input_grads=tuple(grads), input_grad_kinds=tuple(kinds), upstream_scale=UPSTREAM_SCALE)
 
 
 @functools.cache
@@ -211,7 +207,7 @@ def _cases_model_class() -> type:
                     target = batch.cases[index].downstream.loss(*batch.ops[index](*batch.sources(index)))
                     per_sample = tf.reduce_sum(target) * tf.cast(shares[:, 0], target.dtype)
                 except Exception as exc:  # noqa: BLE001 - a case that cannot be built is a result.
-                    batch.failures[index] = Outcome(error=exc, phase="build")
+                    batch.failures[index] = Failed(error=exc, phase="build")
                     continue
                 total = total + tf.cast(per_sample, tf.float32)
             return total + tf.zeros_like(shares[:, 0], tf.float32)

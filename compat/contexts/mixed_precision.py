@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from compat.contexts.base import Case, Context, Outcome, grads_outcome, tape_gradients
+from compat.contexts.base import Case, Context, Failed, Outcome, Ran, grads_outcome, tape_gradients
 from compat.contexts.isolation import run_alone
 
 
@@ -36,7 +36,7 @@ class MixedPrecision(Context):
         for case in cases:
             scale = initial
             outcome = run_alone(case, functools.partial(self._run_one, scale, case))
-            while scale > 1.0 and outcome.input_grads is not None and not _finite(outcome.input_grads):
+            while scale > 1.0 and isinstance(outcome, Ran) and not _finite(outcome.input_grads):
                 scale /= 2.0  # LossScaleOptimizer skips the step and halves the scale
                 outcome = run_alone(case, functools.partial(self._run_one, scale, case))
             outcomes.append(outcome)
@@ -62,7 +62,7 @@ class MixedPrecision(Context):
             sources = [*(tf.constant(value) for value in case.inputs), *(tf.Variable(v) for v in case.variables)]
             computed = tape_gradients(dataclasses.replace(case, build=build, downstream=scaled), sources)
         except Exception as exc:  # noqa: BLE001 - eager builds and runs at once; the error's type tells which.
-            return Outcome(error=exc, phase="run" if isinstance(exc, tf.errors.OpError) else "build")
+            return Failed(error=exc, phase="run" if isinstance(exc, tf.errors.OpError) else "build")
         unscaled = [None if g is None else _unscale(g, scale) for g in computed.grads]
         return dataclasses.replace(grads_outcome(unscaled, case.sources, computed.variables), upstream_scale=scale,
                                    compute_dtype="float16")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import functools
 import io
 import json
@@ -30,10 +31,11 @@ import tensorflow as tf
 
 from compat.child import child_env
 from compat.contexts import saved_model_loader as loader
-from compat.contexts.base import Case, Context, Outcome, input_shape
+from compat.contexts.base import Case, Context, Failed, Outcome, Ran, input_shape
 from compat.contexts.isolation import isolate_cases
 from compat.contexts.saved_model_log import LoggedUpstreams, loader_notes
 from compat.contexts.saved_model_process import LoaderFailed, LoaderProcess
+from compat.exceptions import first_line
 from compat.probe import capturing_upstreams
 
 _LOG_NAME = "gradcompat_upstream_log"
@@ -76,7 +78,7 @@ class SavedModelContext(Context):
             # ("... is in list of internal_captures"), where the user's own gradient works: those cases run again
             # saved without the log (their calls are then not observable).
             unlogged = [index for index, outcome in outcomes.items()
-                        if outcome.error is not None and _LOG_NAME in str(outcome.error)]
+                        if isinstance(outcome, Failed) and _LOG_NAME in str(outcome.error)]
             if unlogged:
                 with sink.refusing():
                     outcomes.update(self._save_and_load(cases, unlogged, sink, directory / "unlogged"))
@@ -95,7 +97,7 @@ class SavedModelContext(Context):
                 try:
                     traced[index] = _trace(cases[index])
                 except Exception as exc:  # noqa: BLE001 - a case that cannot be traced is a result.
-                    outcomes[index] = Outcome(error=exc, phase="build")
+                    outcomes[index] = Failed(error=exc, phase="build")
             groups: list[tuple[str, list[int]]] = []
             save = functools.partial(self._save, sink.log, traced, directory, groups)
             saved = isolate_cases(cases, list(traced), save)
@@ -121,7 +123,7 @@ class SavedModelContext(Context):
         except Exception as exc:  # noqa: BLE001 - TensorFlow refuses to save (e.g. a gradient it cannot trace)
             shutil.rmtree(path, ignore_errors=True)
             if len(indices) == 1:
-                return {indices[0]: Outcome(error=_save_refusal(exc), phase="build")}, []
+                return {indices[0]: Failed(error=_save_refusal(exc), phase="build")}, []
             return {}, indices
         groups.append((path.name, indices))
         return dict.fromkeys(indices), []
@@ -136,13 +138,13 @@ class SavedModelContext(Context):
         try:
             results = self._run_loader(directory)
         except LoaderFailed as exc:
-            return {index: Outcome(error=exc, phase="run") for _, group in groups for index in group}
-        outcomes = {}
+            return {index: Failed(error=exc, phase="run") for _, group in groups for index in group}
+        outcomes: dict[int, Outcome] = {}
         for _, group in groups:
             for index in group:
                 found = results.get(str(index))
                 if found is None:
-                    outcomes[index] = Outcome(error=LoaderFailed(f"the loading process returned no result for "
+                    outcomes[index] = Failed(error=LoaderFailed(f"the loading process returned no result for "
                                                                  f"case {index}"), phase="run")
                     continue
                 outcomes[index] = _outcome(found, sink)
@@ -187,14 +189,9 @@ def _save_refusal(exc: Exception) -> Exception:
     cause = exc.__cause__
     if cause is None:
         return exc
-    line = _first_line(cause)
+    line = first_line(cause)
     named = line if line.startswith(f"{type(cause).__name__}:") else f"{type(cause).__name__}: {line}"
-    return SaveRefused(f"{named}; tf.saved_model.save: {_first_line(exc)}")
-
-
-def _first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    return " ".join(lines[-1:] if lines and lines[0].endswith("in user code:") else lines[:1])
+    return SaveRefused(f"{named}; tf.saved_model.save: {first_line(exc)}")
 
 
 def _trace(case: Case) -> dict[str, Any]:
@@ -224,7 +221,7 @@ def _trace(case: Case) -> dict[str, Any]:
     return traced
 
 
-def _outcome(found: dict[str, Any], sink: LoggedUpstreams) -> Outcome:
+def _outcome(found: dict[str, Any], sink: LoggedUpstreams) -> Ran | Failed:
     """The tape's outcome, its upstream log delivered to the probes; tf.gradients' disagreement as a note."""
     missing = {"error": {"type": "LoaderFailed", "kind": "python", "phase": "run",
                          "message": "the loading process returned no result for this mode"}, "log": []}
@@ -232,15 +229,14 @@ def _outcome(found: dict[str, Any], sink: LoggedUpstreams) -> Outcome:
     sink.deliver(tape["log"])
     outcome = _mode_outcome(tape)
     note = loader_notes(outcome, _mode_outcome(gradients), sink.parse(tape["log"]), sink.parse(gradients["log"]))
-    return Outcome(input_grads=outcome.input_grads, error=outcome.error, phase=outcome.phase,
-                   input_grad_kinds=outcome.input_grad_kinds, note=note)
+    return dataclasses.replace(outcome, note=note)
 
 
-def _mode_outcome(result: dict[str, Any]) -> Outcome:
+def _mode_outcome(result: dict[str, Any]) -> Ran | Failed:
     if "error" in result:
-        return Outcome(error=_exception(result["error"]), phase=result["error"]["phase"])
+        return Failed(error=_exception(result["error"]), phase=result["error"]["phase"])
     grads = tuple(None if text is None else loader.decode_array(text) for text in result["grads"])
-    return Outcome(input_grads=grads, input_grad_kinds=tuple(result["kinds"]))
+    return Ran(input_grads=grads, input_grad_kinds=tuple(result["kinds"]))
 
 
 def _exception(error: dict[str, Any]) -> BaseException:

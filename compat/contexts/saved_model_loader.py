@@ -91,7 +91,6 @@ def _grads(case: Any, grads: Sequence[Any]) -> dict[str, Any]:
     from compat.contexts.base import grads_outcome  # noqa: PLC0415
 
     outcome = grads_outcome(grads, case.sources)
-    assert outcome.input_grads is not None and outcome.input_grad_kinds is not None
     return {"grads": [None if g is None else encode_array(g) for g in outcome.input_grads],
             "kinds": list(outcome.input_grad_kinds)}
 

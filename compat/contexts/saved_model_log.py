@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from compat.contexts.base import Outcome
+from compat.contexts.base import Failed, Ran
 from compat.contexts.saved_model_loader import decode_array
 from compat.dtypes import tolerance_for
+from compat.exceptions import first_line
 from compat.probe import Probe
 from compat.results import Upstream, intern_array
 
@@ -83,18 +84,20 @@ class LoggedUpstreams:
             probe.record_call(call)
 
 
-def loader_notes(tape: Outcome, gradients: Outcome, tape_calls: Sequence[Call],
+def loader_notes(tape: Ran | Failed, gradients: Ran | Failed, tape_calls: Sequence[Call],
                  gradients_calls: Sequence[Call]) -> str | None:
     """How tf.gradients in a tf.function disagreed with the eager tape in the loading process, or None."""
     problems: list[str] = []
-    if (tape.error is None) != (gradients.error is None):
-        failed, other = ("the tape", "tf.gradients") if tape.error is not None else ("tf.gradients", "the tape")
-        error = tape.error or gradients.error
-        problems.append(f"{failed} failed ({type(error).__name__}: {_first_line(error)}) where {other} did not")
-    elif tape.error is not None and type(tape.error) is not type(gradients.error):
-        problems.append(f"tf.gradients failed with {type(gradients.error).__name__}: {_first_line(gradients.error)}")
-    if tape.input_grads is not None and gradients.input_grads is not None:
-        problems += _grad_differences(tape, gradients)
+    match tape, gradients:
+        case (Failed(error=error), Ran()) | (Ran(), Failed(error=error)):
+            failed, other = ("the tape", "tf.gradients") if isinstance(tape, Failed) else ("tf.gradients", "the tape")
+            problems.append(f"{failed} failed ({type(error).__name__}: {first_line(error, 200)}) where {other} "
+                            "did not")
+        case Failed(error=tape_error), Failed(error=gradients_error) if type(tape_error) is not type(gradients_error):
+            problems.append(f"tf.gradients failed with {type(gradients_error).__name__}: "
+                            f"{first_line(gradients_error, 200)}")
+        case Ran(), Ran():
+            problems += _grad_differences(tape, gradients)
     if len(tape_calls) != len(gradients_calls):
         problems.append(f"the gradient function ran {len(gradients_calls)} time(s) under tf.gradients, "
                         f"{len(tape_calls)} under the tape")
@@ -107,10 +110,6 @@ def loader_notes(tape: Outcome, gradients: Outcome, tape_calls: Sequence[Call],
             + "; ".join(problems))
 
 
-def _first_line(error: BaseException | None) -> str:
-    return str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-
-
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
     if a.shape != b.shape:
         return False
@@ -119,10 +118,9 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
                             atol=tolerance.atol, equal_nan=True))
 
 
-def _grad_differences(tape: Outcome, gradients: Outcome) -> list[str]:
+def _grad_differences(tape: Ran, gradients: Ran) -> list[str]:
     problems = []
-    assert tape.input_grads is not None and gradients.input_grads is not None
-    kinds = zip(tape.input_grad_kinds or (), gradients.input_grad_kinds or (), strict=False)
+    kinds = zip(tape.input_grad_kinds, gradients.input_grad_kinds, strict=False)
     pairs = zip(tape.input_grads, gradients.input_grads, strict=False)
     for index, ((a, b), (kind_a, kind_b)) in enumerate(zip(pairs, kinds, strict=False)):
         if kind_a != kind_b:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from compat.comparison import Difference, compare
+from compat.comparison import Difference, Part, compare
 from compat.results import ReplicaRecord, Scaling, Status, VariantResult
 
 ShardKey = tuple[str, Scaling, tuple[int, ...]]
@@ -32,21 +32,17 @@ def compare_distributed(result: VariantResult, reference: VariantResult, refs: R
     top = dataclasses.replace(result, upstreams=(), calls=0, input_grads=())
     differences = list(compare(top, reference))
     reduced = dataclasses.replace(top, input_grads=result.input_grads, violations=())
-    differences += _prefixed("reduced", compare(reduced, reference))
+    differences += _in_part(Part(None), compare(reduced, reference))
     for record in result.replicas:
         shard = refs.shards.get((result.downstream, record.scaling, record.rows))
         if shard is not None:
-            differences += _prefixed(_replica_label(record), compare(_as_result(result, record), shard))
+            part = Part(record.replica, record.rows, record.scaling == "global_batch")
+            differences += _in_part(part, compare(_as_result(result, record), shard))
     scaled_reference = refs.scaled.get(result.downstream)
     if scaled_reference is not None and result.scaled_input_grads:
         reduced = dataclasses.replace(reduced, input_grads=result.scaled_input_grads)
-        differences += _prefixed("reduced 1/global_batch", compare(reduced, scaled_reference))
+        differences += _in_part(Part(None, global_batch=True), compare(reduced, scaled_reference))
     return tuple(differences)
-
-
-def _replica_label(record: ReplicaRecord) -> str:
-    scaling = " 1/global_batch" if record.scaling == "global_batch" else ""
-    return f"replica[{record.replica}] rows {list(record.rows)}{scaling}"
 
 
 def _as_result(result: VariantResult, record: ReplicaRecord) -> VariantResult:
@@ -56,7 +52,7 @@ def _as_result(result: VariantResult, record: ReplicaRecord) -> VariantResult:
                                input_grads=record.input_grads, violations=())
 
 
-def _prefixed(label: str, differences: Sequence[Difference]) -> list[Difference]:
-    """Differences of a part, named after it; its status is the cell's, reported once, so left out."""
-    return [dataclasses.replace(d, where=f"{label} {d.where}") for d in differences
-            if d.where != "status" and d.kind != "contract"]
+def _in_part(part: Part, differences: Sequence[Difference]) -> list[Difference]:
+    """Differences of a part, located in it; its status is the cell's, reported once, so left out."""
+    return [dataclasses.replace(d, location=dataclasses.replace(d.location, part=part)) for d in differences
+            if d.location.aspect != "status" and d.kind != "contract"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat.contexts.base import Case, Context, Outcome, symbolic_gradients, tape_gradients
+from compat.contexts.base import Case, Context, Failed, Outcome, Refused, symbolic_gradients, tape_gradients
 from compat.distribute.devices import LOGICAL_CPUS, use_logical_cpus
 from compat.distribute.step import (
     SCALINGS,
@@ -30,11 +30,11 @@ from compat.distribute.step import (
     run_values,
 )
 from compat.probe import PROBE_COLLECTION
-from compat.results import NotShardable, Scaling
+from compat.results import Scaling
 
 DEVICES = tuple(f"/cpu:{index}" for index in range(LOGICAL_CPUS))
 
-__all__ = ["DEVICES", "DistributedContext", "MirroredTape", "MirroredV1", "NotShardable"]
+__all__ = ["DEVICES", "DistributedContext", "MirroredTape", "MirroredV1"]
 
 
 class DistributedContext(Context):
@@ -51,11 +51,11 @@ class DistributedContext(Context):
     def run_checked(self, case: Case) -> Outcome:
         problem = batch_problem(case)
         if problem is not None:
-            return Outcome(error=NotShardable(problem), phase="build")
+            return Refused(f"not run: {problem}")
         try:
             return self.run_one(case)
         except Exception as exc:  # noqa: BLE001 - a case that fails is a result; the error's type tells when.
-            return Outcome(error=exc, phase="run" if isinstance(exc, tf.errors.OpError) else "build")
+            return Failed(error=exc, phase="run" if isinstance(exc, tf.errors.OpError) else "build")
 
     def run_one(self, case: Case) -> Outcome:
         raise NotImplementedError

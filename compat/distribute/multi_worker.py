@@ -13,11 +13,11 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat.contexts.base import Case, Outcome
+from compat.contexts.base import Case, Failed, Outcome, Refused
 from compat.distribute.mirrored import DistributedContext
 from compat.distribute.step import SCALINGS, RunValues, batch_problem, global_batch, outcome
 from compat.distribute.workers import WORKERS, WorkersFailed, run_job
-from compat.results import NotShardable, Scaling
+from compat.results import Scaling
 from compat.scenarios import SCENARIOS
 
 
@@ -39,7 +39,7 @@ class MultiWorker(DistributedContext):
         for index, case in enumerate(cases):
             problem = _problem(case)
             if problem is not None:
-                outcomes[index] = Outcome(error=NotShardable(problem), phase="build")
+                outcomes[index] = Refused(f"not run: {problem}")
                 continue
             assert case.probe is not None
             spec = case.probe.spec
@@ -51,7 +51,7 @@ class MultiWorker(DistributedContext):
             try:
                 per_worker = run_job(job)
             except WorkersFailed as exc:
-                outcomes.update({index: Outcome(error=exc, phase="run") for index in indices})
+                outcomes.update({index: Failed(error=exc, phase="run") for index in indices})
             else:
                 for position, index in enumerate(indices):
                     outcomes[index] = _merge(cases[index], [worker[position] for worker in per_worker])
@@ -80,7 +80,7 @@ def _merge(case: Case, records: list[dict[str, Any]]) -> Outcome:
     errors = [record["error"] for record in records if "error" in record]
     if errors or probe.error is not None or any("runs" not in record for record in records):
         name, message, phase = errors[0] if errors else ("WorkerError", "a worker failed", "run")
-        return Outcome(error=_exception(name, message), phase="build" if phase == "build" else "run")
+        return Failed(error=_exception(name, message), phase="build" if phase == "build" else "run")
     runs: dict[Scaling, RunValues] = {}
     for scaling in SCALINGS:
         parts = [record["runs"][scaling] for record in records]

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from compat.contexts.base import Case, Gradients, Outcome, densify
+from compat.contexts.base import Case, Gradients, Ran, densify
 from compat.distribute.devices import LOGICAL_CPUS
 from compat.downstream import scaled
 from compat.results import ReplicaRecord, Scaling, Upstream, intern_array
@@ -114,17 +114,17 @@ def _numpy(value: Any) -> np.ndarray:
     return intern_array(np.asarray(value.numpy() if hasattr(value, "numpy") else value))
 
 
-def outcome(runs: dict[Scaling, RunValues], kinds: Sequence[str], size: int) -> Outcome:
-    """The Outcome of both runs: per-replica records, the unscaled reduced gradients as `input_grads`."""
+def outcome(runs: dict[Scaling, RunValues], kinds: Sequence[str], size: int) -> Ran:
+    """The outcome of both runs: per-replica records, the unscaled reduced gradients as `input_grads`."""
     records = []
     for scaling in ("none", "global_batch"):
         run = runs[scaling]
         for replica in sorted(run.replicas, key=lambda r: r.replica):
             calls = tuple(call for rid, call in run.calls if rid == replica.replica)
             records.append(ReplicaRecord(replica.replica, replica.rows, scaling, calls, _nones(replica.grads, kinds)))
-    return Outcome(input_grads=_nones(runs["none"].reduced, kinds), input_grad_kinds=tuple(kinds),
-                   replicas=tuple(records), scaled_input_grads=_nones(runs["global_batch"].reduced, kinds),
-                   global_batch=size)
+    return Ran(input_grads=_nones(runs["none"].reduced, kinds), input_grad_kinds=tuple(kinds),
+               replicas=tuple(records), scaled_input_grads=_nones(runs["global_batch"].reduced, kinds),
+               global_batch=size)
 
 
 def _nones(grads: Sequence[np.ndarray], kinds: Sequence[str]) -> tuple[np.ndarray | None, ...]:

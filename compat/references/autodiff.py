@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from compat.contexts.base import Case
+from compat.contexts.base import Case, Failed
 from compat.contexts.eager import EagerTape
 from compat.downstream import Downstream
+from compat.exceptions import describe_exception
 from compat.mechanisms.base import applied
-from compat.probe import Probe, UserCodeError, describe_exception
+from compat.probe import Probe, UserCodeError
 from compat.references.base import ForwardValue
 from compat.spec import GradientSpec
 
@@ -53,9 +54,9 @@ def autodiff(spec: GradientSpec, downstream: Downstream) -> ForwardValue:
     common: dict[str, Any] = dict(reference="autodiff", spec=spec.name, scenario=downstream.name)
     if probe.error is not None:
         return ForwardValue(status="error", message=f"{probe.where}: {probe.error.problem}", **common)
-    if outcome.error is not None:
+    if isinstance(outcome, Failed):
         return _failed(probe, outcome.error, common)
-    return ForwardValue(status="ok", input_grads=outcome.input_grads or (), **common)
+    return ForwardValue(status="ok", input_grads=outcome.input_grads, **common)
 
 
 def _failed(probe: ForwardProbe, error: BaseException, common: dict[str, Any]) -> ForwardValue:

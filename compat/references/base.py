@@ -8,7 +8,7 @@ from typing import Literal
 
 import numpy as np
 
-from compat.comparison import compare_arrays
+from compat.comparison import Location, compare_arrays
 from compat.dtypes import Tolerance
 from compat.results import VariantResult
 
@@ -113,7 +113,7 @@ def _check_grads(value: ForwardValue, grads: Sequence[np.ndarray | None], dtype:
             continue
         if dtype == "float16" and theirs.dtype.kind == "f":
             mine, theirs = mine.astype(np.float16), theirs.astype(np.float16)
-        for difference in compare_arrays(f"input_grad[{index}]", mine, theirs.astype(mine.dtype, copy=False)):
+        for difference in compare_arrays(Location("input_grad", index), mine, theirs.astype(mine.dtype, copy=False)):
             detail = difference.detail.replace("in the reference", f"from {value.reference}")
             if worst is None or (difference.max_abs or 0.0) > (worst.max_abs or 0.0):
                 worst = ForwardCheck(value.reference, "differs", f"{difference.where}: {detail}", value,

@@ -20,8 +20,9 @@ import tensorflow as tf
 from compat.composite import is_composite
 from compat.downstream import Downstream
 from compat.dtypes import cast_spec
+from compat.exceptions import describe_exception
 from compat.mechanisms.base import applied
-from compat.probe import UserCodeError, describe_exception, user_exception
+from compat.probe import UserCodeError, user_exception
 from compat.references.autodiff import ForwardProbe
 from compat.references.base import Direction, DirectionKind, ForwardValue
 from compat.spec import GradientSpec

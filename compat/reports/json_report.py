@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,11 +13,11 @@ import numpy as np
 from compat._verdict import status_counts as _status_counts
 from compat._verdict import summary_of, verdict_line
 from compat._version import __version__
+from compat.json_values import difference_dict, number
 from compat.reports.view import FULL, View
 
 if TYPE_CHECKING:
     from compat.checker import Cell, CheckReport
-    from compat.comparison import Difference
     from compat.references.base import ForwardCheck, ForwardValue
     from compat.results import ReplicaRecord, Upstream
 
@@ -28,10 +27,6 @@ DEFAULT_MAX_ARRAY_ELEMENTS = 1000
 """Arrays with more elements are summarised (shape, dtype, min/max/mean, first values, sha256), not embedded:
 a report of a 2,000,000-element input would otherwise take gigabytes. `--max_array_elements=0` embeds all."""
 _FIRST_VALUES = 10
-
-NONFINITE: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-"""How a non-finite float is written: JSON has no NaN or infinity, so they become these strings."""
-
 
 def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:
     """The report as plain JSON values; the contract is `check_report.schema.json` (schema_version 2).
@@ -202,17 +197,6 @@ def replica_dict(record: ReplicaRecord, max_array_elements: int = DEFAULT_MAX_AR
     }
 
 
-def difference_dict(difference: Difference) -> dict[str, Any]:
-    data: dict[str, Any] = {**difference.as_dict(), "where": difference.where, "breaking": difference.breaking}
-    if difference.max_abs is not None:
-        data["max_abs"] = number(difference.max_abs)
-    if difference.max_rel is not None:
-        data["max_rel"] = number(difference.max_rel)
-    if difference.index is not None:
-        data["index"] = [int(i) for i in difference.index]
-    return data
-
-
 def upstream_dict(upstream: Upstream, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:
     return {
         "kind": upstream.kind,
@@ -257,16 +241,6 @@ def array_summary(value: np.ndarray) -> dict[str, Any]:
         "first": array(contiguous.reshape(-1)[:_FIRST_VALUES]),
         "sha256": hashlib.sha256(contiguous.tobytes()).hexdigest(),
     }
-
-
-def number(value: float) -> float | str:
-    """A float as JSON: itself if finite, else "NaN", "Infinity" or "-Infinity"."""
-    value = float(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return value
 
 
 def _nested(value: np.ndarray) -> Any:

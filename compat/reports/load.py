@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from compat.comparison import Difference
-from compat.reports.json_report import NONFINITE
+from compat.json_values import NONFINITE, difference_from_dict
+from compat.json_values import json_float as _float
 from compat.results import ReplicaRecord, Upstream, VariantResult
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def _cell(data: dict[str, Any], values: dict[tuple[str, str, str, str], Any]) ->
         upstream_scale=data["upstream_scale"], replicas=tuple(_replica(r) for r in data["replicas"]),
         scaled_input_grads=tuple(_array(g) for g in data["scaled_input_grads"] or ()),
         global_batch=data["global_batch"])
-    differences = tuple(_difference(d) for d in data["differences"])
+    differences = tuple(difference_from_dict(d) for d in data["differences"])
     forward = tuple(ForwardCheck(f["reference"], f["status"], f["detail"],
                                  values[f["reference"], data["spec"], data["scenario"], data["dtype"]],
                                  f.get("where", ""), None if "max_abs" not in f else _float(f["max_abs"]),
@@ -83,14 +83,6 @@ def _cell(data: dict[str, Any], values: dict[tuple[str, str, str, str], Any]) ->
                     for f in data.get("forward", []))
     return Cell(data["spec"], data["scenario"], data["dtype"], data["variant"], data["native"], data["status"],
                 differences, result, data["reference"], data["unexpected"], forward)
-
-
-def _difference(data: dict[str, Any]) -> Difference:
-    where = data["where"]
-    return Difference(kind=data["kind"], where=where, detail=data["detail"].removeprefix(f"{where}: "),
-                      max_abs=_float(data["max_abs"]) if "max_abs" in data else None,
-                      max_rel=_float(data["max_rel"]) if "max_rel" in data else None,
-                      index=tuple(data["index"]) if "index" in data else None)
 
 
 def _upstream(data: dict[str, Any]) -> Upstream:
@@ -126,10 +118,6 @@ def _floats(data: Any) -> Any:
     if isinstance(data, list):
         return [_floats(item) for item in data]
     return NONFINITE[data] if isinstance(data, str) else data
-
-
-def _float(value: Any) -> float:
-    return NONFINITE[value] if isinstance(value, str) else float(value)
 
 
 def _dtype(name: str) -> np.dtype[Any]:

@@ -290,7 +290,7 @@ INSTEAD = "computed by TensorFlow instead: your function never ran"
 
 def where(cell: Cell, difference: Difference) -> str:
     """Where a difference is; for a cell whose function never ran, input gradients say who computed them."""
-    if cell.status == "not_called" and difference.where.startswith("input_grad"):
+    if cell.status == "not_called" and difference.location.aspect in ("input_grad", "input_grads"):
         return f"{difference.where} ({INSTEAD})"
     return difference.where
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from compat.checker import Cell, CheckReport, check
-from compat.comparison import DEFAULT_REFERENCE, REPRESENTATION_KINDS, Difference
+from compat.comparison import DEFAULT_REFERENCE, REPRESENTATION_KINDS, STATUS, Aspect, Difference
 from compat.downstream import Downstream
 from compat.results import VariantResult
 from compat.runner import run
@@ -102,10 +102,15 @@ def _assert_same(compared: Compared, spec: GradientSpec | Sequence[GradientSpec]
     return report
 
 
+_UPSTREAM_ASPECTS: frozenset[Aspect] = frozenset({"status", "upstream", "upstreams", "calls"})
+_GRADIENT_ASPECTS: frozenset[Aspect] = frozenset({"status", "input_grad", "input_grads", "gradient"})
+"""What `assert_same_upstream` and `assert_same_gradients` compare: a single-device cell's, not a replica's."""
+
+
 def _relevant(compared: Compared, cell: Cell) -> list[Difference]:
     """The cell's differences that concern `compared`, with an error even where the reference failed alike."""
-    prefixes = ("upstream", "call[", "calls") if compared == "upstream" else ("input_grad", "gradient")
-    relevant = [d for d in cell.differences if d.where == "status" or d.where.startswith(prefixes)]
+    aspects = _UPSTREAM_ASPECTS if compared == "upstream" else _GRADIENT_ASPECTS
+    relevant = [d for d in cell.differences if d.location.part is None and d.location.aspect in aspects]
     if cell.result.status == "error" and not any(d.kind == "error" for d in relevant):
-        relevant.insert(0, Difference("error", "status", cell.result.message or "the variant failed"))
+        relevant.insert(0, Difference("error", STATUS, cell.result.message or "the variant failed"))
     return relevant

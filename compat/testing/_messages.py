@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from compat.checker import Cell, CheckReport
-from compat.comparison import Difference
+from compat.comparison import Difference, Location
 from compat.results import VariantResult
 from compat.testing._expected import STATUS_KINDS, Expectation, Ledger
 
@@ -43,7 +42,7 @@ def failure_message(compared: str, report: CheckReport, failures: Sequence[Failu
             if kind not in STATUS_KINDS:  # a status detail repeats the variant's message, shown below
                 lines.append(f"  {difference.detail}")
             reference = cells.get((spec, scenario, dtype, first.cell.reference))
-            lines += _values(where, first.cell.result, reference.result if reference else None)
+            lines += _values(difference.location, first.cell.result, reference.result if reference else None)
         lines += _odd_one_out(report, failures, chosen)
     if unmet:
         lines += [""] if lines else []
@@ -68,7 +67,7 @@ def _groups(failures: Sequence[Failure]) -> dict[tuple[str, ...], list[Failure]]
     return groups
 
 
-def _values(where: str, mine: VariantResult, reference: VariantResult | None) -> list[str]:
+def _values(where: Location, mine: VariantResult, reference: VariantResult | None) -> list[str]:
     """What each side had at `where`, one line each, like np.testing.assert_allclose's x and y."""
     lines = []
     for label, result in ((mine.variant, mine), (f"{reference.variant} (reference)" if reference else "", reference)):
@@ -79,23 +78,20 @@ def _values(where: str, mine: VariantResult, reference: VariantResult | None) ->
     return lines
 
 
-def _value_at(where: str, result: VariantResult) -> str | None:
-    if where == "status":
+def _value_at(where: Location, result: VariantResult) -> str | None:
+    index = where.position
+    if where.part is not None:
+        return None
+    if where.aspect == "status":
         return f"{result.status}" + (f" ({result.message})" if result.message and result.status != "ok" else "")
-    if where == "calls":
+    if where.aspect == "calls":
         return f"{result.calls} call(s)"
-    found = re.fullmatch(r"input_grad\[(\d+)\]", where)
-    if found:
-        index = int(found.group(1))
-        if index >= len(result.input_grads):
-            return None
+    if where.aspect == "input_grad" and isinstance(index, int) and index < len(result.input_grads):
         grad = result.input_grads[index]
         return "None" if grad is None else np.array2string(grad, threshold=16, precision=6)
-    found = re.fullmatch(r"(?:call\[(\d+)\] )?upstream\[(\d+)\]", where)
-    if found:
-        call, index = int(found.group(1) or 0), int(found.group(2))
-        if call < len(result.upstreams) and index < len(result.upstreams[call]):
-            return str(result.upstreams[call][index])
+    if where.aspect == "upstream" and isinstance(index, int) and where.call < len(result.upstreams):
+        call = result.upstreams[where.call]
+        return str(call[index]) if index < len(call) else None
     return None
 
 

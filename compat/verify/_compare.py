@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from compat.comparison import Difference, DifferenceKind, _compare_upstream, compare_arrays
+from compat.comparison import STATUS, Aspect, Difference, DifferenceKind, Location, compare_arrays, compare_upstream
 from compat.verify._report import VerifyCell
 from compat.verify._results import FORWARD, ORIGINAL_CONTEXT, Attempt, Calls, SideResult
 
@@ -61,9 +62,9 @@ def _cell(original: SideResult, rewritten: SideResult, entry: str, scenario: str
         kind: DifferenceKind = "error" if mine.status == "error" else "unsupported"
         what = "skipped it" if mine.status == "skipped" else "failed"
         return cell("differs", f"the rewrite {what} where the original ran",
-                    (Difference(kind, "status", mine.message),))
+                    (Difference(kind, STATUS, mine.message),))
     if scenario == FORWARD:
-        differences = tuple(_compare_values("output", mine.values, reference.values))
+        differences = tuple(_compare_values("output", "outputs", mine.values, reference.values))
     else:
         differences = tuple(_compare_gradients(mine, reference))
     status = "differs" if any(d.breaking for d in differences) else "same"
@@ -91,33 +92,33 @@ def _original_failed(cell: Callable[..., VerifyCell], scenario: str, reference: 
                                    f"({mine.message})")
     what = "runs where the original fails" if mine.status == "ok" else f"fails differently ({mine.message})"
     return cell("differs", f"the original fails in a v1 Session ({reference.message}); the rewrite {what}",
-                (Difference("error", "status", f"the original raises: {reference.message}"),))
+                (Difference("error", STATUS, f"the original raises: {reference.message}"),))
 
 
-def _compare_values(where: str, mine: Sequence[np.ndarray | None],
+def _compare_values(one: Aspect, counted: Aspect, mine: Sequence[np.ndarray | None],
                     theirs: Sequence[np.ndarray | None]) -> list[Difference]:
     differences: list[Difference] = []
     if len(mine) != len(theirs):
-        differences.append(Difference("shape", f"{where}s", f"{len(mine)} here, {len(theirs)} in the original"))
+        differences.append(Difference("shape", Location(counted), f"{len(mine)} here, {len(theirs)} in the original"))
     for index, (a, b) in enumerate(zip(mine, theirs, strict=False)):
-        differences += [_named(d) for d in compare_arrays(f"{where}[{index}]", a, b)]
+        differences += [_named(d) for d in compare_arrays(Location(one, index), a, b)]
     return differences
 
 
 def _compare_gradients(mine: Attempt, theirs: Attempt) -> list[Difference]:
     """The inputs' gradients by position, then the variables' matched by name (`W:0`), else in order of shape."""
     inputs = len(mine.values) - len(mine.variable_names)
-    differences = _compare_values("input_grad", mine.values[:inputs],
+    differences = _compare_values("input_grad", "input_grads", mine.values[:inputs],
                                   theirs.values[:len(theirs.values) - len(theirs.variable_names)])
     for name, (a, b) in _matched_variables(mine, theirs).items():
         if a is None and b is None:
             continue
         if a is None or b is None:
             side = "the rewrite" if a is None else "the original"
-            differences.append(Difference("count", f"variable_grad[{name}]", f"{side} has no variable `{name}` "
-                                                                             f"(or it gets no gradient there)"))
+            missing = f"{side} has no variable `{name}` (or it gets no gradient there)"
+            differences.append(Difference("count", Location("variable_grad", name), missing))
             continue
-        differences += [_named(d) for d in compare_arrays(f"variable_grad[{name}]", a, b)]
+        differences += [_named(d) for d in compare_arrays(Location("variable_grad", name), a, b)]
     return differences
 
 
@@ -154,8 +155,7 @@ def _shape(value: np.ndarray | None) -> tuple[int, ...] | None:
 def _named(difference: Difference) -> Difference:
     """The checker says "the reference"; here the reference is the original."""
     detail = difference.detail.replace("in the reference", "in the original")
-    return Difference(difference.kind, difference.where, detail, difference.max_abs, difference.max_rel,
-                      difference.index)
+    return dataclasses.replace(difference, detail=detail)
 
 
 def compare_calls(mine: Calls | None, theirs: Calls | None) -> tuple[str, tuple[Difference, ...]]:
@@ -173,8 +173,8 @@ def compare_calls(mine: Calls | None, theirs: Calls | None) -> tuple[str, tuple[
         return (f"observed on one side only ({len(mine)} call(s) in the rewrite, {len(theirs)} recorded in the "
                 f"original): its gradient function there cannot be instrumented or did not run"), ()
     if len(mine) != len(theirs):
-        return "differs", (Difference("calls", "calls", f"{len(mine)} call(s) in the rewrite, {len(theirs)} in "
-                                                       f"the original"),)
+        return "differs", (Difference("calls", Location("calls"), f"{len(mine)} call(s) in the rewrite, "
+                                                                  f"{len(theirs)} in the original"),)
     unmatched = list(theirs)
     for call in mine:
         match = next((other for other in unmatched if not _call_differences(call, other)), None)
@@ -187,8 +187,9 @@ def compare_calls(mine: Calls | None, theirs: Calls | None) -> tuple[str, tuple[
 
 def _call_differences(mine: tuple, theirs: tuple) -> list[Difference]:
     if len(mine) != len(theirs):
-        return [Difference("shape", "upstream", f"{len(mine)} upstream(s) here, {len(theirs)} in the original")]
+        return [Difference("shape", Location("upstream"), f"{len(mine)} upstream(s) here, "
+                                                          f"{len(theirs)} in the original")]
     differences: list[Difference] = []
     for index, (a, b) in enumerate(zip(mine, theirs, strict=True)):
-        differences += _compare_upstream(f"upstream[{index}]", a, b)
+        differences += compare_upstream(Location("upstream", index), a, b)
     return differences

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any, Literal
 
 from compat.comparison import Difference
+from compat.json_values import difference_dict, difference_from_dict
 
 VerifyStatus = Literal["same", "differs", "error", "unsupported", "skipped"]
 VERIFY_STATUSES: tuple[VerifyStatus, ...] = ("same", "differs", "error", "unsupported", "skipped")
@@ -40,26 +41,9 @@ class VerifyCell:
 
     def to_json(self) -> dict[str, Any]:
         return {"entry": self.entry, "scenario": self.scenario, "context": self.context, "status": self.status,
-                "message": self.message, "differences": [_difference_json(d) for d in self.differences],
+                "message": self.message, "differences": [difference_dict(d) for d in self.differences],
                 "upstream": self.upstream,
-                "upstream_differences": [_difference_json(d) for d in self.upstream_differences]}
-
-
-def _difference(document: dict[str, Any]) -> Difference:
-    index = document.get("index")
-    return Difference(kind=document["kind"], where=document["where"], detail=document["detail"],
-                      max_abs=document.get("max_abs"), max_rel=document.get("max_rel"),
-                      index=tuple(index) if index is not None else None)
-
-
-def _difference_json(difference: Difference) -> dict[str, Any]:
-    document: dict[str, Any] = {"kind": difference.kind, "where": difference.where, "detail": difference.detail,
-                                "breaking": difference.breaking}
-    for name in ("max_abs", "max_rel", "index"):
-        value = getattr(difference, name)
-        if value is not None:
-            document[name] = list(value) if name == "index" else value
-    return document
+                "upstream_differences": [difference_dict(d) for d in self.upstream_differences]}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,8 +128,9 @@ class VerifyReport:
         """The report `to_json` wrote (its `elapsed_s` rounded to the millisecond), e.g. to render it again."""
         cells = tuple(VerifyCell(
             entry=c["entry"], scenario=c["scenario"], context=c["context"], status=c["status"],
-            differences=tuple(_difference(d) for d in c["differences"]), message=c["message"],
-            upstream=c["upstream"], upstream_differences=tuple(_difference(d) for d in c["upstream_differences"]))
+            differences=tuple(difference_from_dict(d) for d in c["differences"]), message=c["message"],
+            upstream=c["upstream"],
+            upstream_differences=tuple(difference_from_dict(d) for d in c["upstream_differences"]))
             for c in document["cells"])
         return cls(original=document["original"], rewritten=document["rewritten"],
                    entries=tuple(document["entries"]), scenarios=tuple(document["scenarios"]),

@@ -230,7 +230,7 @@ class _EntryRunner:
             result.attempts[(entry, context, scenario.name)] = self._scenario(scenario, signature)
 
     def _scenario(self, scenario: Any, signature: Any) -> Attempt:
-        from compat.contexts import ALL_CONTEXTS, Case
+        from compat.contexts import ALL_CONTEXTS, Case, Failed, Ran, Refused
         from compat.contexts.graph_session import GraphSessionContext
 
         key = (self.unit.entry, self.unit.context, scenario.name)
@@ -252,9 +252,11 @@ class _EntryRunner:
         else:
             (outcome,) = context.run([case])
         calls = self.recorder.calls(key)
-        if outcome.error is not None:
+        if isinstance(outcome, Failed):
             where = "while building" if outcome.phase == "build" else "while running"
             return Attempt("error", f"{where}: {describe(outcome.error, self.path)}", calls=calls,
                            refused=is_refusal(outcome.error))
-        return Attempt("ok", values=tuple(outcome.input_grads or ()), calls=calls,
+        if not isinstance(outcome, Ran):  # a context that refuses or crashes (none of verify's contexts refuse)
+            return Attempt("error", outcome.reason, calls=calls, refused=isinstance(outcome, Refused))
+        return Attempt("ok", values=tuple(outcome.input_grads), calls=calls,
                        variable_names=outcome.variable_names)

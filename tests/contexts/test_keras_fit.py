@@ -6,7 +6,7 @@ import tensorflow as tf
 
 import compat
 from compat.catalogue import CATALOGUE
-from compat.contexts import CONTEXTS, Case
+from compat.contexts import CONTEXTS, Case, Refused
 from compat.contexts.keras_fit import BATCH
 from compat.downstream import Downstream
 
@@ -72,3 +72,14 @@ def test_a_clip_applies_to_the_upstream_divided_by_the_batch_size_a_migration_pi
 def test_what_model_fit_cannot_express_is_unsupported_saying_why(report, scenario, why):
     found = cell(report, "scaled_ste", scenario)
     assert found.status == "unsupported" and "model.fit" in found.result.message and why in found.result.message
+
+
+def test_model_fit_refuses_a_second_order_case_as_a_value_without_building_it():
+    def build():
+        raise AssertionError("a case model.fit cannot express is never built")
+
+    second = Downstream("second", lambda y: tf.reduce_sum(y * y), order=2)
+    (outcome,) = CONTEXTS["keras_fit"].run([Case(build, (X,), second)])
+    assert isinstance(outcome, Refused)  # the words reports quote, the tag class's name among them
+    assert outcome.reason.startswith("TensorFlow cannot run this combination: NotExpressible: model.fit takes "
+                                     "first-order gradients of its loss")

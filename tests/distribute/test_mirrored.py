@@ -91,3 +91,18 @@ def test_worker_processes_split_their_cpu_too_so_jobs_2_runs_the_mirrored_cells_
     statuses = {(c.spec, c.scenario, c.variant): c.status for c in spread.cells}
     assert "unsupported" not in set(statuses.values()), spread.cells[0].message
     assert statuses == {(c.spec, c.scenario, c.variant): c.status for c in report.cells}
+
+
+@pytest.mark.parametrize("context", ["mirrored_tape", "mirrored_v1"])
+def test_a_case_that_does_not_shard_is_refused_as_a_value_without_building_it(context):
+    import tensorflow as tf
+
+    from compat.contexts import ALL_CONTEXTS, Case, Refused
+    from compat.downstream import Downstream
+
+    def build():
+        raise AssertionError("a case that does not shard is never built")
+
+    case = Case(build, (np.ones((4, 2), np.float32),), Downstream("max", lambda y: tf.reduce_max(y)))
+    (outcome,) = ALL_CONTEXTS[context].run([case])
+    assert isinstance(outcome, Refused) and outcome.reason.startswith("not run: the downstream `max` cannot be split")

@@ -22,7 +22,7 @@ def handmade_report_fixture():
     """Two cells built by hand: a native cell that differs unexpectedly (NaN upstream, `<script>` message)
     and its reference."""
     from compat.checker import Cell, CheckReport
-    from compat.comparison import Difference
+    from compat.comparison import Difference, Location
     from compat.results import Upstream, VariantResult
 
     reference = "defun_grad_func@v1_session"
@@ -35,7 +35,7 @@ def handmade_report_fixture():
                         input_grads=(np.array([np.inf, -np.inf], np.float32),),
                         upstreams=((Upstream("dense", "float32", (None,), np.array([np.nan, 1.0], np.float32)),),),
                         calls=1, traces=1, message="<script>alert(1)</script> `backticks` | pipe")
-    difference = Difference("values", "upstream[0]", "values differ <b>here</b>", max_abs=float("nan"),
+    difference = Difference("values", Location("upstream", 0), "values differ <b>here</b>", max_abs=float("nan"),
                             max_rel=float("inf"), index=(0,))
     cells = (
         Cell("hand", "sum", "float32", reference, True, "same", (), ok, reference, False),

@@ -148,12 +148,12 @@ def test_a_pitfalls_difference_kinds_keep_the_order_they_were_found_in(handmade_
     HTML report of the same run differ from run to run."""
     import dataclasses
 
-    from compat.comparison import Difference
+    from compat.comparison import Difference, Location
     from compat.reports.table import Pitfall
 
     cell = handmade_report.cells[1]
     for kinds in (("zero_calls", "none_vs_zeros"), ("none_vs_zeros", "zero_calls")):
-        differences = tuple(Difference(kind, "calls", "detail") for kind in kinds)
+        differences = tuple(Difference(kind, Location("calls"), "detail") for kind in kinds)
         pitfall = Pitfall("hand", "custom_gradient", "differs", ("eager_tape",),
                           (dataclasses.replace(cell, differences=differences),), ("sum",), True)
         assert pitfall.scope().endswith(f"cells by difference: {kinds[0]} in 1, {kinds[1]} in 1")

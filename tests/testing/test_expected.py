@@ -2,13 +2,13 @@
 
 import pytest
 
-from compat.comparison import Difference
+from compat.comparison import STATUS, Difference, Location
 from compat.testing._expected import Expectation, Ledger, parse_expected
 
 VARIANTS = ("override_map@eager_tape", "custom_gradient@eager_tape", "custom_gradient@v1_session")
-SPARSE = Difference("sparse_vs_dense", "upstream[0]", "IndexedSlices here, Tensor in the reference")
-VALUES = Difference("values", "input_grad[0]", "values differ")
-NOT_CALLED = Difference("not_called", "status", "not_called here, ok in the reference")
+SPARSE = Difference("sparse_vs_dense", Location("upstream", 0), "IndexedSlices here, Tensor in the reference")
+VALUES = Difference("values", Location("input_grad", 0), "values differ")
+NOT_CALLED = Difference("not_called", STATUS, "not_called here, ok in the reference")
 
 
 def test_parse_takes_a_kind_or_a_list_per_glob():

@@ -7,6 +7,7 @@ import functools
 
 from compat.catalogue import clip_by_norm
 from compat.checker import Cell, CheckReport, check
+from compat.comparison import Difference, Part
 from tools.guide.run import straight_through
 from tools.guide.tables import markdown_table, upstream_text
 
@@ -68,10 +69,25 @@ def _verdict(cell: Cell | None) -> str:
         return ""
     if not cell.result.replicas:
         return cell.status.replace("_", " ")
-    wheres = {d.where for d in cell.differences if d.breaking}
-    plain = "differs" if any(w.startswith("reduced input_grad") for w in wheres) else "same"
-    scaled = "differs" if any(w.startswith("reduced 1/global_batch") for w in wheres) else "same"
-    return f"{plain}/{scaled}"
+    reduced = [(d.location.aspect, part) for d in cell.differences if d.breaking and (part := _reduced(d))]
+    plain = any(aspect in ("input_grad", "input_grads") and not part.global_batch for aspect, part in reduced)
+    scaled = any(part.global_batch for _, part in reduced)
+    return f"{_differs(plain)}/{_differs(scaled)}"
+
+
+def _differs(found: bool) -> str:
+    return "differs" if found else "same"
+
+
+def _reduced(difference: Difference) -> Part | None:
+    """The part of the reduced gradients a difference is in, or None (a replica's, or the whole cell's)."""
+    part = difference.location.part
+    return part if part is not None and part.replica is None else None
+
+
+def _in_a_replica(difference: Difference) -> bool:
+    part = difference.location.part
+    return part is not None and part.replica is not None
 
 
 def summary(report: CheckReport) -> str:
@@ -79,9 +95,9 @@ def summary(report: CheckReport) -> str:
     ste = _cells(report, "ste", VARIANTS[0]).get("weighted")
     calls = len(ste.result.replicas) // 2 if ste is not None else 0
     changed = sorted({c.spec for c in report.cells if c.result.replicas and any(
-        d.breaking and d.where.startswith("reduced") for d in c.differences)})
+        d.breaking and _reduced(d) is not None for d in c.differences)})
     per_replica = sorted({c.spec for c in report.cells if any(
-        d.breaking and d.where.startswith("replica[") for d in c.differences)})
+        d.breaking and _in_a_replica(d) for d in c.differences)})
     shards = "; ".join(f"replica {r.replica} rows {list(r.rows)}" for r in ste.result.replicas
                        if r.scaling == "none") if ste is not None else ""
     agree = ("Each replica agrees with a single-device run on its shard" if not per_replica else
