@@ -44,7 +44,7 @@ def require_dask() -> Any:
     try:
         import distributed
     except ImportError:
-        raise DaskUnavailable("--executor=dask needs Dask's `distributed`: pip install 'gradcompat[dask]' (or pip "
+        raise DaskUnavailable("the Dask executor needs Dask's `distributed`: pip install 'gradcompat[dask]' (or pip "
                               "install distributed)") from None
     return distributed
 
@@ -152,7 +152,7 @@ def _outcome(outcome: Any, spec: str, dtype: str, chosen: Plan) -> tuple[UnitRes
     if isinstance(outcome, BaseException):  # KilledWorker, a lost connection...: this unit's cells say so
         outcome = ("failed", f"the Dask worker running this spec failed ({type(outcome).__name__}: {outcome}); it "
                              "may have crashed (a segfault, os._exit, out of memory): run this spec alone with "
-                             "--jobs=1 to see the whole crash")
+                             "jobs=1 to see the whole crash")
     kind, payload = outcome
     if kind == "done":
         result, took = payload

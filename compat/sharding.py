@@ -25,7 +25,7 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def parse_shard(text: str, flag: str = "--shard") -> Shard:
+def parse_shard(text: str, flag: str = "shard") -> Shard:
     """`"K/N"` as a Shard; ValueError naming `flag` and saying what a good value is."""
     match = _SHARD.match(text)
     if match is None:
@@ -64,7 +64,7 @@ def unit_label(spec: str, dtype: str) -> str:
     return f"{spec} {dtype}"
 
 
-def load_durations(path: str | Path, flag: str = "--durations", command: str = "compat-check") -> dict[str, float]:
+def load_durations(path: str | Path, flag: str = "durations", command: str = "compat-check") -> dict[str, float]:
     """unit label -> seconds from a JSON report's `units` (a merged or a shard's report too): compat-check's
     (spec, dtype) units, compat-rewrite's files, compat-verify's contexts.
 
@@ -76,11 +76,11 @@ def load_durations(path: str | Path, flag: str = "--durations", command: str = "
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{flag}={path}: not a readable JSON report ({exc}); give a report written by "
-                         f"`{command} --format=json`") from None
+                         f"{command} in its JSON format") from None
     units = data.get("units") if isinstance(data, dict) else None
     if not isinstance(units, list) or not all(_is_unit(unit) for unit in units):
         raise ValueError(f"{flag}={path}: no unit durations in it (\"units\": [{{spec, dtype, seconds}}]); give a "
-                         f"JSON report written by this {command} (`--format=json --output=...`)")
+                         f"JSON report written by this {command} (its JSON format, saved to a file)")
     return {_label(unit): float(unit["seconds"]) for unit in units}
 
 

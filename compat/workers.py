@@ -272,9 +272,9 @@ def _size(path: str) -> int:
 def _death(code: int | None) -> str:
     if code is not None and code < 0:
         hint = " (the system may have run out of memory)" if -code == signal.SIGKILL else ""
-        return f"{describe_exit(code)}{hint}; run this spec alone with --jobs=1 to see the whole crash"
+        return f"{describe_exit(code)}{hint}; run this spec alone with jobs=1 to see the whole crash"
     return (f"exited with code {code} before returning its result (user code called os._exit, or the "
-            f"process crashed); run this spec alone with --jobs=1 to see the whole crash")
+            f"process crashed); run this spec alone with jobs=1 to see the whole crash")
 
 
 def _serve(connection: Any, pickled_config: bytes, start: tuple[bool, bool], stderr_path: str) -> None:
@@ -320,7 +320,7 @@ def load_in_worker(pickled_config: bytes, quiet_import: bool,
         if logical_cpus:
             from compat.distribute import use_logical_cpus
 
-            use_logical_cpus()  # if it cannot, the distributed cells say why (unsupported), as with --jobs=1
+            use_logical_cpus()  # if it cannot, the distributed cells say why (unsupported), as with jobs=1
         from compat.checker import plan
 
         config: WorkerConfig = pickle.loads(pickled_config)
@@ -328,7 +328,7 @@ def load_in_worker(pickled_config: bytes, quiet_import: bool,
         names = tuple(spec.name for spec in specs)
         if names != config.spec_names:
             return (f"the worker process loaded specs {list(names)}, not {list(config.spec_names)}: spec "
-                    f"loading must give the same specs in every process (or run with --jobs=1)")
+                    f"loading must give the same specs in every process (or run with jobs=1)")
         return specs, plan(scenarios, config.dtypes, config.variants, config.reference, config.references)
     except BaseException as exc:  # noqa: BLE001 - reported as the cells of every unit this worker is sent
         what = f"SystemExit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"

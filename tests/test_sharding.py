@@ -10,8 +10,10 @@ from compat.sharding import Shard, fingerprint, load_durations, parse_shard, spl
 def test_a_shard_is_k_of_n_and_a_bad_one_names_the_flag():
     assert parse_shard("2/3") == Shard(2, 3)
     for bad in ("0/3", "4/3", "1/0", "3", "a/b", "-1/2"):
-        with pytest.raises(ValueError, match=r"--shard=.*e\.g\. --shard=1/"):
+        with pytest.raises(ValueError, match=r"^shard=.*e\.g\. shard=1/"):
             parse_shard(bad)
+        with pytest.raises(ValueError, match=r"--shard=.*e\.g\. --shard=1/"):
+            parse_shard(bad, "--shard")
 
 
 def test_without_durations_units_are_dealt_round_robin_and_every_unit_runs_once():
@@ -44,11 +46,13 @@ def test_durations_come_from_a_reports_units_and_a_bad_file_names_the_flag(tmp_p
     report.write_text(json.dumps({"units": [{"spec": "sign_ste", "dtype": "float32", "seconds": 1.5}]}))
     assert load_durations(report) == {"sign_ste float32": 1.5}
     report.write_text(json.dumps({"cells": []}))
-    with pytest.raises(ValueError, match=r"--durations=.*check\.json: no unit durations"):
+    with pytest.raises(ValueError, match=r"^durations=.*check\.json: no unit durations"):
         load_durations(report)
-    with pytest.raises(ValueError, match=r"--durations=.*missing\.json: not a readable JSON report"):
+    with pytest.raises(ValueError, match=r"--durations=.*check\.json: no unit durations"):
+        load_durations(report, "--durations")
+    with pytest.raises(ValueError, match=r"^durations=.*missing\.json: not a readable JSON report"):
         load_durations(tmp_path / "missing.json")
-    with pytest.raises(ValueError, match=r"written by this compat-rewrite \(`--format=json"):
+    with pytest.raises(ValueError, match=r"written by this compat-rewrite \(its JSON format"):
         load_durations(report, command="compat-rewrite")
 
 

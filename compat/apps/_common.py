@@ -12,18 +12,14 @@ from absl import app, flags, logging
 
 from compat._quiet_import import import_tensorflow_hiding_chatter
 from compat.apps._output import OutputError, check_output_path
+from compat.audit.walker import DEFAULT_EXCLUDES, VIRTUALENV_MARKER
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-
-
-def flag_message(exc: Exception) -> str:
-    """The message of a library error as a command line says it: an unknown name's argument becomes its flag
-    (`dtypes: unknown dtype(s)` -> `--dtypes: unknown dtype(s)`); the flags are named as the parameters are."""
-    from compat.errors import UnknownNameError
-
-    if isinstance(exc, UnknownNameError) and exc.argument:
-        return exc.for_flag(f"--{exc.argument}")
-    return str(exc)
+DEFAULT_EXCLUDES_HELP = (
+    "Skip directories found in a walk that are named " + ", ".join(DEFAULT_EXCLUDES) + f", or hold {VIRTUALENV_MARKER}"
+    " (a virtualenv): version control, installed packages, build output. A directory named on the command line "
+    "is always walked (without these defaults if it is one of them); --nodefault_excludes walks everything.")
+"""The help of `--default_excludes` (compat-audit, compat-rewrite)."""
 
 
 def prepare_output(path: str) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from absl import app, flags
 
 from compat.apps._common import (
+    DEFAULT_EXCLUDES_HELP,
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
@@ -31,7 +32,6 @@ from compat.audit.findings import FileResult
 from compat.audit.formats import FORMATS, RenderOptions, render
 from compat.audit.formats.text import summary
 from compat.audit.walker import (
-    DEFAULT_EXCLUDES_HELP,
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_PARSE_BYTES,
     iter_python_files,

@@ -22,13 +22,13 @@ from absl import app, flags, logging
 from compat._exit_guard import exits_raised
 from compat.apps._common import (
     EXIT_USAGE,
-    flag_message,
     import_tensorflow_quietly,
     prepare_output,
     run_app,
     stdout_kept_for_report,
     tensorflow_chatter_wanted,
 )
+from compat.apps._flag_text import flag_message
 from compat.apps._output import write_output
 from compat.apps._progress import Progress, progress_on_stderr
 from compat.comparison import DEFAULT_REFERENCE
@@ -253,8 +253,8 @@ def _sharding() -> tuple[Shard | None, Mapping[str, float] | None]:
     if DURATIONS.value and not SHARD.value:
         raise _usage_error(f"--durations={DURATIONS.value} balances --shard=K/N: give --shard too, or drop it")
     try:
-        shard = parse_shard(SHARD.value) if SHARD.value else None
-        return shard, load_durations(DURATIONS.value) if DURATIONS.value else None
+        shard = parse_shard(SHARD.value, "--shard") if SHARD.value else None
+        return shard, load_durations(DURATIONS.value, "--durations") if DURATIONS.value else None
     except ValueError as exc:
         raise _usage_error(str(exc)) from None
 
@@ -308,7 +308,7 @@ def _executor() -> Callable[..., CheckReport]:
     try:
         require_dask()
     except DaskUnavailable as exc:
-        raise _usage_error(str(exc)) from None
+        raise _usage_error(f"--executor=dask: {exc}") from None
     return functools.partial(check_on_dask, scheduler=SCHEDULER.value)
 
 

@@ -22,6 +22,7 @@ import sys
 from absl import app, flags, logging
 
 from compat.apps._common import EXIT_USAGE, prepare_output, run_app
+from compat.apps._flag_text import flag_message
 from compat.apps._output import write_output
 
 _FORMAT = flags.DEFINE_enum("format", "table", ["table", "json", "markdown", "html"], "Report format.")
@@ -43,14 +44,16 @@ def main(argv: list[str]) -> int:
     from compat.reports.merged import merged_report, render_document
     from compat.reports.merged_tools import tool_of
 
-    tool, _ = tool_of(argv[1]) if len(argv) > 1 else (None, None)
+    if len(argv) < 2:
+        raise _usage_error("give the JSON reports of every shard of one run (compat-check --shard=K/N --format=json)")
+    tool, _ = tool_of(argv[1])
     if tool is not None:
         return _merge_tool(argv[1:])
     try:
         document = merged_report(argv[1:])
         text = render_document(document, _FORMAT.value, summary=not (_DETAILS.value or _OUTPUT.value))
     except ValueError as exc:
-        raise _usage_error(str(exc)) from None
+        raise _usage_error(flag_message(exc)) from None
     if _OUTPUT.value:
         write_output(_OUTPUT.value, text)
         logging.info("wrote %s report to %s", _FORMAT.value, _OUTPUT.value)
@@ -62,7 +65,7 @@ def main(argv: list[str]) -> int:
 
 def _merge_tool(paths: list[str]) -> int:
     """compat-rewrite's or compat-verify's shards: their whole run's report, the tool's exit code."""
-    from compat.reports.merged_tools import merged_tool_report, render_tool_document, tool_of
+    from compat.reports.merged_tools import TOOLS, merged_tool_report, render_tool_document, tool_of
 
     loaded = []
     for path in paths:
@@ -71,11 +74,14 @@ def _merge_tool(paths: list[str]) -> int:
             raise _usage_error(f"{path}: not a compat-rewrite or compat-verify JSON report; make it with "
                                "`--shard=K/N --format=json` as the other shards")
         loaded.append((path, document))
+    if _FORMAT.value not in ("table", "json"):
+        raise _usage_error(f"--format={_FORMAT.value}: {TOOLS[loaded[0][1]['tool']]} reports merge to text "
+                           "(--format=table) or json")
     try:
         document = merged_tool_report(loaded)
         out, err = render_tool_document(document, _FORMAT.value)
     except ValueError as exc:
-        raise _usage_error(str(exc)) from None
+        raise _usage_error(flag_message(exc)) from None
     if _OUTPUT.value:
         write_output(_OUTPUT.value, out + err)
     else:

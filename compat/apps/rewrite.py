@@ -34,14 +34,15 @@ from absl import app, flags
 
 from compat._version import __version__
 from compat.apps._common import (
+    DEFAULT_EXCLUDES_HELP,
     EXIT_FINDINGS,
     EXIT_USAGE,
     import_tensorflow_quietly,
     run_app,
 )
+from compat.apps._flag_text import flag_message
 from compat.apps._progress import progress_on_stderr
 from compat.audit.findings import display_path
-from compat.audit.walker import DEFAULT_EXCLUDES_HELP
 from compat.rewrite import FileResult, report, rewrite_paths
 from compat.rewrite.files import DEFAULT_MAX_FILE_BYTES, write_result
 from compat.sharding import Shard, fingerprint, load_durations, parse_shard, split
@@ -115,7 +116,7 @@ def _entries() -> Any:
     try:
         entries = parse_entries(_ENTRIES.value) if _ENTRIES.value is not None else None
     except EntriesError as e:
-        raise app.UsageError(f"--entries: {e}", exitcode=EXIT_USAGE) from None
+        raise app.UsageError(flag_message(e), exitcode=EXIT_USAGE) from None
     if _SCENARIOS.value is not None:
         from compat.verify._runner import check_scenarios
 
@@ -123,7 +124,7 @@ def _entries() -> Any:
         try:
             check_scenarios(_SCENARIOS.value)
         except ValueError as e:
-            raise app.UsageError(f"--scenarios: {e}", exitcode=EXIT_USAGE) from None
+            raise app.UsageError(flag_message(e), exitcode=EXIT_USAGE) from None
     return entries
 
 
@@ -218,7 +219,7 @@ def _selection(paths: list[str]) -> Any:
     if _SHARD.value is None:
         return None
     shard = _shard()
-    durations = load_durations(_DURATIONS.value, command="compat-rewrite") if _DURATIONS.value else None
+    durations = load_durations(_DURATIONS.value, "--durations", "compat-rewrite") if _DURATIONS.value else None
 
     def select(files: list[str]) -> list[str]:
         labels = [display_path(path) for path in files]
@@ -228,7 +229,7 @@ def _selection(paths: list[str]) -> Any:
 
 def _shard() -> Shard:
     try:
-        return parse_shard(_SHARD.value or "")
+        return parse_shard(_SHARD.value or "", "--shard")
     except ValueError as e:
         raise app.UsageError(str(e), exitcode=EXIT_USAGE) from None
 

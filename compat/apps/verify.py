@@ -26,6 +26,7 @@ from typing import Any
 from absl import app, flags
 
 from compat.apps._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, import_tensorflow_quietly, prepare_output, run_app
+from compat.apps._flag_text import flag_message
 from compat.apps._output import write_output
 from compat.sharding import Shard, fingerprint, load_durations, parse_shard, split
 from compat.verify import CONTEXTS, DEFAULT_CONTEXTS, EntriesError, VerifyReport, parse_entries, verify_files
@@ -62,7 +63,7 @@ def main(argv: Sequence[str]) -> int:
         report = verify_files(argv[1], argv[2], entries, scenarios=_SCENARIOS.value, contexts=contexts,
                               timeout_s=_TIMEOUT.value)
     except (EntriesError, ValueError, OSError) as exc:
-        raise app.UsageError(str(exc), exitcode=EXIT_USAGE) from None
+        raise app.UsageError(flag_message(exc), exitcode=EXIT_USAGE) from None
     if _FORMAT.value == "json":
         text = json.dumps(_document(report, argv, contexts, shard), indent=2) + "\n"
     else:
@@ -83,8 +84,8 @@ def _shard_contexts() -> tuple[list[str], Shard | None]:
                                  exitcode=EXIT_USAGE)
         return contexts, None
     try:
-        shard = parse_shard(_SHARD.value)
-        durations = load_durations(_DURATIONS.value, command="compat-verify") if _DURATIONS.value else None
+        shard = parse_shard(_SHARD.value, "--shard")
+        durations = load_durations(_DURATIONS.value, "--durations", "compat-verify") if _DURATIONS.value else None
     except ValueError as exc:
         raise app.UsageError(str(exc), exitcode=EXIT_USAGE) from None
     if shard.count > len(contexts):

@@ -36,7 +36,7 @@ _GRAMMAR_NOTE = (f"parsed with the grammar of the Python running compat-audit, {
 _CHUNK = 1 << 20
 
 
-# Directories a walk does not enter unless told to (`--nodefault_excludes`): version control, virtualenvs and
+# Directories a walk does not enter unless told to (`default_excludes=False`): version control, virtualenvs and
 # installed packages, tool environments, build output. A directory holding `pyvenv.cfg` is a virtualenv whatever
 # its name. Matched against directory base names only (a file `build.py` is walked).
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -44,10 +44,6 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".eggs", "*.egg-info", "build", "dist", "bazel-*", "node_modules",
 )
 VIRTUALENV_MARKER = "pyvenv.cfg"
-DEFAULT_EXCLUDES_HELP = (
-    "Skip directories found in a walk that are named " + ", ".join(DEFAULT_EXCLUDES) + f", or hold {VIRTUALENV_MARKER}"
-    " (a virtualenv): version control, installed packages, build output. A directory named on the command line "
-    "is always walked (without these defaults if it is one of them); --nodefault_excludes walks everything.")
 
 
 def _is_excluded(rel: str, excludes: Iterable[str]) -> bool:
@@ -209,9 +205,9 @@ def _scan_large(path: str, f: BinaryIO, head: bytes, size: int, limit: int, stri
         return _gc000(path, f"file kept growing while it was read (past {max(size, limit)} bytes); "
                             "audit it again once it is complete", lines)
     if found or strict:
-        why = "mentions a legacy gradient API" if found else "--strict parses every file"
+        why = "mentions a legacy gradient API" if found else "strict mode parses every file"
         return _gc000(path, f"file is larger than the read limit ({limit} bytes) and {why}; not audited: "
-                            "raise --max_file_bytes to audit it", lines)
+                            "raise max_file_bytes to audit it", lines)
     return FileResult(path, lines=lines)
 
 
@@ -256,8 +252,8 @@ def read_and_parse(
     if len(data) > max_parse_bytes:
         return _gc000(path, f"file is {len(data)} bytes ({lines} lines), over the parse limit ({max_parse_bytes} "
                             f"bytes): parsing takes up to {_PARSE_BYTES_PER_BYTE}x the file size in memory; raise "
-                            "--max_parse_bytes to audit it", lines), None, ""
-    if not needs_audit:  # --strict on a file no rule applies to: CPython's front end checks it, no AST is built
+                            "max_parse_bytes to audit it", lines), None, ""
+    if not needs_audit:  # strict on a file no rule applies to: CPython's front end checks it, no AST is built
         result, _ = _parse(path, text, lines, _check_syntax)
         return result, None, text
     result, tree = _parse(path, text, lines, ast.parse)

@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from compat.apps._flag_text import flag_message
 from compat.releases import html, markdown
 from compat.releases.merge import distinct_releases, load_report, merge
 from compat.releases.output import OutputDirError, write_all
@@ -34,14 +35,14 @@ def main(argv: list[str] | None = None) -> int:
         reports = [report for _, report in joined]
         distinct_releases([path for path, _ in joined], reports)
     except ValueError as exc:
-        parser.error(str(exc))
+        parser.error(flag_message(exc))
     matrix = merge(reports)
     files = {"matrix.json": json.dumps(matrix, indent=2, ensure_ascii=False) + "\n",
              "matrix.md": markdown.render(matrix), "matrix.html": html.render(matrix)}
     try:
         write_all(args.output_dir, files)
     except OutputDirError as exc:
-        parser.error(str(exc))
+        parser.error(f"--output_dir={exc.path}: {exc.reason}")
     out = Path(args.output_dir)
     summary = matrix["summary"]
     print(f"{summary['releases_ran']} releases ran, {summary['releases_skipped']} skipped; {summary['changed']} of "

@@ -33,7 +33,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
         the JSON path and what is wrong, and says how to make a good one.
     """
     path = Path(path)
-    remake = f"make one with `compat-check --format=json --output={path}`"
+    remake = f"make one as a compat-check JSON report (JSON format, written to {path})"
     data = _read_json(path, remake)
     if not isinstance(data, dict) or data.get("tool") != "compat-check":
         raise ValueError(f"{path}: not a compat-check report (no \"tool\": \"compat-check\"); {remake}")

@@ -12,7 +12,15 @@ from compat.errors import Error
 
 
 class OutputDirError(Error, ValueError):
-    """`--output_dir` cannot hold the files; the message names it and says what to do."""
+    """The output directory cannot hold the files: `path` (the directory given) and `reason` (what is wrong and
+    what to do); the message is `path: reason`, and a command line names its flag before the path."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = str(path), reason
+
+    def __reduce__(self) -> tuple[type[OutputDirError], tuple[str, str]]:
+        return OutputDirError, (self.path, self.reason)
 
 
 def write_all(directory: str | Path, files: Mapping[str, str]) -> None:
@@ -27,8 +35,7 @@ def write_all(directory: str | Path, files: Mapping[str, str]) -> None:
     try:
         staging = Path(tempfile.mkdtemp(prefix=".matrix-", dir=out))
     except OSError as exc:
-        raise OutputDirError(f"--output_dir={out}: cannot write there ({exc.strerror}); choose another "
-                             "directory") from None
+        raise OutputDirError(out, f"cannot write there ({exc.strerror}); choose another directory") from None
     try:
         for name, text in files.items():
             with open(staging / name, "w", encoding="utf-8") as handle:
@@ -42,13 +49,11 @@ def write_all(directory: str | Path, files: Mapping[str, str]) -> None:
 
 def _prepare(out: Path) -> None:
     if out.exists() and not out.is_dir():
-        raise OutputDirError(f"--output_dir={out} is a file, not a directory; give a directory (it is created if "
-                             "missing)")
+        raise OutputDirError(out, "it is a file, not a directory; give a directory (it is created if missing)")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise OutputDirError(f"--output_dir={out}: cannot create it ({exc.strerror}); give a directory you can "
-                             "write") from None
+        raise OutputDirError(out, f"cannot create it ({exc.strerror}); give a directory you can write") from None
 
 
 def _move_in(staging: Path, out: Path, names: list[str]) -> None:
@@ -69,8 +74,8 @@ def _move_in(staging: Path, out: Path, names: list[str]) -> None:
                 os.replace(previous / name, out / name)
             else:
                 (out / name).unlink()
-        raise OutputDirError(f"--output_dir={out}: could not write {out / current} ({exc.strerror}); no file "
-                             "there was changed") from None
+        raise OutputDirError(out, f"could not write {out / current} ({exc.strerror}); no file there was "
+                             "changed") from None
 
 
 def _keep(path: Path, copy: Path) -> None:

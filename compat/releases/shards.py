@@ -7,9 +7,28 @@ from pathlib import Path
 from typing import Any
 
 from compat._verdict import summary_of, verdict_line
+from compat.errors import Error
 
 Loaded = tuple[str | Path, dict[str, Any]]
 """A report's file and its loaded document (`compat.releases.load_report`)."""
+
+
+class MissingShard(Error, ValueError):
+    """Shard `index`/`count` of a run of `command` (of `release`, or None) is not among the reports `given`; the
+    message says to run that shard with the same arguments, and a command line says it with its flags."""
+
+    def __init__(self, index: int, count: int, command: str, given: str, release: str | None = None) -> None:
+        self.index, self.count, self.command, self.given, self.release = index, count, command, given, release
+        super().__init__(f"{self.what()}: run {command}'s shard {index}/{count} with the same arguments, as a "
+                         "JSON report, and pass it too")
+
+    def what(self) -> str:
+        """`shard K/N [of release R] is missing (given: ...)`: the message without what to do."""
+        release = f" of release {self.release}" if self.release is not None else ""
+        return f"shard {self.index}/{self.count}{release} is missing (given: {self.given})"
+
+    def __reduce__(self) -> tuple[type[MissingShard], tuple[int, int, str, str, str | None]]:
+        return MissingShard, (self.index, self.count, self.command, self.given, self.release)
 
 
 def join_shards(loaded: Sequence[Loaded]) -> list[Loaded]:
@@ -80,8 +99,9 @@ def ordered_shards(shards: Sequence[Loaded], command: str = "compat-check") -> l
 
 _SAME = (("version", "gradcompat version", "run every shard with the same gradcompat"),
          ("tensorflow", "TensorFlow version", "run every shard in the same environment"),
-         ("run", "flags", "run every shard with the same flags ({flags}), only --shard differing"))
-_CHECK_FLAGS = "--specs, --scenarios, --variants, --dtypes, --reference, --loss, --max_array_elements"
+         ("run", "flags", "run every shard with the same {flags}, only the shard differing"))
+_CHECK_ARGUMENTS = "specs, scenarios, variants, dtypes, reference, loss and max_array_elements"
+_OTHER = "arguments (paths too)"
 
 
 def _same_run(shards: Sequence[Loaded], command: str) -> None:
@@ -90,12 +110,12 @@ def _same_run(shards: Sequence[Loaded], command: str) -> None:
     for path, report in shards[1:]:
         if report["shard"]["count"] != first["shard"]["count"]:
             raise ValueError(f"{path} is shard {_name(report)} but {first_path} is shard {_name(first)}: shards of "
-                             f"one run share N; rerun one of them with --shard=K/{first['shard']['count']}")
+                             f"one run share N; rerun one of them as shard K/{first['shard']['count']}")
         for key, what, fix in _SAME:
             if report.get(key) != first.get(key):
                 raise ValueError(f"{path}: its {what} ({_shown(key, report)}) is not {first_path}'s "
                                  f"({_shown(key, first)}): shards of other runs cannot be merged; "
-                                 + fix.format(flags=_CHECK_FLAGS if command == "compat-check" else "paths too"))
+                                 + fix.format(flags=_CHECK_ARGUMENTS if command == "compat-check" else _OTHER))
 
 
 def _shown(key: str, report: dict[str, Any]) -> str:
@@ -121,9 +141,7 @@ def _complete(shards: Sequence[Loaded], command: str) -> list[Loaded]:
     missing = [index for index in range(1, count + 1) if index not in by_index]
     if missing:
         given = ", ".join(str(path) for path, _ in shards)
-        release = f" of release {shards[0][1]['release']}" if "release" in shards[0][1] else ""
-        raise ValueError(f"shard {missing[0]}/{count}{release} is missing (given: {given}): run `{command} "
-                         f"--shard={missing[0]}/{count} --format=json` with the same flags and pass its report too")
+        raise MissingShard(missing[0], count, command, given, shards[0][1].get("release"))
     return [by_index[index] for index in sorted(by_index)]
 
 
@@ -133,13 +151,13 @@ def _units(ordered: Sequence[Loaded]) -> dict[tuple[str, str], dict[str, Any]]:
     units: dict[tuple[str, str], dict[str, Any]] = {}
     for path, report in ordered:
         if "units" not in report:
-            raise ValueError(f"{path}: a shard report without \"units\"; it was not written by compat-check "
-                             "--shard: make it again with this gradcompat")
+            raise ValueError(f"{path}: a shard report without \"units\"; it was not written by a sharded run of this "
+                             "gradcompat's compat-check: make it again with this gradcompat")
         for unit in report["units"]:
             key = (unit["spec"], unit["dtype"])
             if key in owner:
                 raise ValueError(f"{owner[key]} and {path} both ran {' '.join(key)}: the shards split the units "
-                                 "differently; give every shard the same --durations file (or none)")
+                                 "differently; give every shard the same durations file (or none)")
             owner[key], units[key] = path, unit
     first = ordered[0][1]
     for spec in first["specs"]:
@@ -147,5 +165,5 @@ def _units(ordered: Sequence[Loaded]) -> dict[tuple[str, str], dict[str, Any]]:
             if (spec, dtype) not in units:
                 raise ValueError(f"no shard ran {spec} {dtype} (given: {', '.join(str(p) for p, _ in ordered)}): "
                                  "the shards split the units differently; give every shard the same "
-                                 "--durations file (or none)")
+                                 "durations file (or none)")
     return units

@@ -18,7 +18,7 @@ _RESULT_STATUS = {"same": "ok", "differs": "ok"}
 
 
 class SummarisedArray(ValueError):
-    """The document holds an array summarised (more elements than --max_array_elements): its values are gone."""
+    """The document holds an array summarised (more elements than max_array_elements): its values are gone."""
 
 
 def report_from_dict(data: dict[str, Any]) -> CheckReport:
@@ -28,7 +28,7 @@ def report_from_dict(data: dict[str, Any]) -> CheckReport:
     dtype they were received in (upstreams) or float64.
 
     Raises:
-      SummarisedArray: an array was written as a summary; write the reports with --max_array_elements=0.
+      SummarisedArray: an array was written as a summary; write the reports with max_array_elements=0.
     """
     from compat.checker import CheckReport, Skip, UnitTime
     from compat.sharding import Shard
@@ -107,8 +107,8 @@ def _array(data: Any) -> np.ndarray | None:
     if data is None:
         return None
     if isinstance(data, dict):
-        raise SummarisedArray("an array of more than --max_array_elements elements was written as a summary, so "
-                              "its values cannot be shown again: write the reports with --max_array_elements=0")
+        raise SummarisedArray("an array of more than max_array_elements elements was written as a summary, so "
+                              "its values cannot be shown again: write the reports with max_array_elements=0")
     values = _floats(data)
     return np.asarray(values)
 

@@ -12,7 +12,7 @@ def merged_report(paths: Sequence[str]) -> dict[str, Any]:
     from compat.releases import join_shards, load_report
 
     if not paths:
-        raise ValueError("give the JSON reports of every shard of one run (compat-check --shard=K/N --format=json)")
+        raise ValueError("give the JSON reports of every shard of one run (each shard K/N of a compat-check run)")
     joined = join_shards([(path, load_report(path)) for path in paths])
     if len(joined) != 1:
         names = ", ".join(str(path) for path, _ in joined)

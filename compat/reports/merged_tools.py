@@ -39,8 +39,8 @@ def merged_tool_report(loaded: Sequence[Loaded]) -> dict[str, Any]:
             raise ValueError(f"{path} is a {TOOLS[report['tool']]} report but {loaded[0][0]} is a {TOOLS[tool]} "
                              "one: merge the shards of one run")
         if "shard" not in report and len(loaded) > 1:
-            raise ValueError(f"{path} is a whole {TOOLS[tool]} report, not a shard: pass only the --shard=K/N "
-                             "reports of one run")
+            raise ValueError(f"{path} is a whole {TOOLS[tool]} report, not a shard: pass only the shard "
+                             "reports (K/N) of one run")
     if "shard" not in loaded[0][1]:
         return dict(loaded[0][1])
     ordered = ordered_shards(loaded, TOOLS[tool])
@@ -54,12 +54,12 @@ def _owned(ordered: Sequence[Loaded], units: Sequence[str], key: str) -> dict[st
         for unit in report["units"]:
             if unit[key] in owner:
                 raise ValueError(f"{owner[unit[key]][0]} and {path} both ran {unit[key]}: the shards split the "
-                                 "units differently; give every shard the same --durations file (or none)")
+                                 "units differently; give every shard the same durations file (or none)")
             owner[unit[key]] = (path, report)
     for unit in units:
         if unit not in owner:
             raise ValueError(f"no shard ran {unit} (given: {', '.join(str(p) for p, _ in ordered)}): the shards "
-                             "split the units differently; give every shard the same --durations file (or none)")
+                             "split the units differently; give every shard the same durations file (or none)")
     return owner
 
 
@@ -116,8 +116,7 @@ def render_tool_document(document: dict[str, Any], fmt: str) -> tuple[str, str]:
     from compat.verify import VerifyReport
 
     if fmt != "table":
-        raise ValueError(f"--format={fmt}: {TOOLS[document['tool']]} reports merge to text (--format=table) or "
-                         "json")
+        raise ValueError(f"format {fmt!r}: {TOOLS[document['tool']]} reports merge to text ('table') or 'json'")
     if document["tool"] == REWRITE:
         from compat.rewrite.report import render_text
 

@@ -48,7 +48,7 @@ def _read(path: str, max_bytes: int) -> tuple[bytes, Snapshot] | FileResult:
     with os.fdopen(fd, "rb") as handle:
         if st.st_size > max_bytes:
             return FileResult(path, "skipped", f"file is larger than the rewrite limit ({max_bytes} bytes); "
-                                               "raise --max_file_bytes to rewrite it")
+                                               "raise max_file_bytes to rewrite it")
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         return FileResult(path, "skipped", f"file grew past the rewrite limit ({max_bytes} bytes) while read")

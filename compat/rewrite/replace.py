@@ -51,7 +51,7 @@ def refusal(path: str, st: os.stat_result) -> str | None:
     """
     if st.st_nlink > 1:
         return (f"has {st.st_nlink} hard links, and writing a new file would leave the other names with the old "
-                "text: not written (apply the diff without --in-place, or break the links, e.g. `cp FILE "
+                "text: not written (apply the diff by hand, or break the links, e.g. `cp FILE "
                 "FILE.new && mv FILE.new FILE`, and run again)")
     if not st.st_mode & 0o222:
         return (f"is read-only (mode {stat.S_IMODE(st.st_mode):04o}): not written (make it writable, e.g. "

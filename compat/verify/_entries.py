@@ -39,7 +39,17 @@ SHAPE_CANDIDATES: tuple[tuple[int, ...], ...] = ((3,), (3, 3), (2, 3, 3), (2, 3,
 
 
 class EntriesError(Error, ValueError):
-    """The entry points to verify are missing or malformed; the message says how to declare them."""
+    """The entry points to verify are missing or malformed; the message says how to declare them.
+
+    `argument` is `entries` when the entries text (`parse_entries`) is at fault: the message begins `entries: `.
+    """
+
+    def __init__(self, message: str, argument: str | None = None) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+    def __reduce__(self) -> tuple[type[EntriesError], tuple[str, str | None]]:
+        return EntriesError, (str(self), self.argument)
 
 
 def read_entries(source: str, filename: str = "<source>") -> Entries:
@@ -129,11 +139,20 @@ def _input(name: str, index: int, item: object, where: str) -> InputSpec:
 
 
 def parse_entries(text: str) -> Entries:
-    """Entries from a command-line flag: `name:dtype[shape],dtype[shape];name2:...`.
+    """Entries from text (a command line's flag): `name:dtype[shape],dtype[shape];name2:...`.
 
     Example: `sign_ste:float32[3];product:float32[2,3],float32[2,3]` (an empty shape `float32[]` is a scalar).
-    A name given twice, an entry without inputs and inputs not separated by commas are errors.
+    A name given twice, an entry without inputs and inputs not separated by commas are errors: an EntriesError
+    whose message begins `entries: ` (its `argument`).
     """
+    try:
+        return _parse_entries(text)
+    except EntriesError as exc:
+        message = str(exc).removeprefix("entries: ")
+        raise EntriesError(f"entries: {message}", "entries") from None
+
+
+def _parse_entries(text: str) -> Entries:
     entries: Entries = {}
     for part in filter(str.strip, text.split(";")):
         match = _ENTRY_FLAG.match(part)
@@ -142,9 +161,9 @@ def parse_entries(text: str) -> Entries:
                                f"sign_ste:float32[3] or product:float32[2,3],float32[2,3]")
         name, inputs_text = match.group(1), match.group(2)
         if name in entries:
-            raise EntriesError(f"entry `{name}` is given twice in --entries; give each function once")
+            raise EntriesError(f"entry `{name}` is given twice; give each function once")
         entries[name] = _parse_inputs(name, inputs_text)
-    return validate_entries(entries, "--entries")
+    return validate_entries(entries, "entries")
 
 
 def _parse_inputs(name: str, text: str) -> list[InputSpec]:

@@ -110,7 +110,8 @@ def test_shards_of_other_runs_are_refused_naming_the_file(runs, tmp_path):
     flags = _edited(paths[1], tmp_path, "flags.json", lambda d: d.update(run={"flags": {"dtypes": ["float16"]},
                                                                            "fingerprint": "x"}))
     done = _merge(paths[0], flags, paths[2])
-    assert done.returncode == 2 and f"{flags}: its flags" in done.stderr and "same flags" in done.stderr
+    assert done.returncode == 2 and f"{flags}: its flags" in done.stderr
+    assert "run every shard with the same specs, scenarios, variants, dtypes" in done.stderr
 
 
 def test_shards_and_releases_merge_together_into_the_matrix(runs, tmp_path):
@@ -162,3 +163,9 @@ def test_a_shard_report_says_which_shard_its_flags_and_its_units(tmp_path):
 def test_a_bad_shard_or_durations_flag_is_a_usage_error_naming_it(args, message):
     done = _check("--specs=sign_ste", *args)
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_merging_nothing_says_which_reports_to_give_with_the_flags_that_make_them():
+    done = _merge()
+    assert done.returncode == 2, done.stderr
+    assert "give the JSON reports of every shard of one run (compat-check --shard=K/N --format=json)" in done.stderr

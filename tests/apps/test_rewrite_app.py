@@ -146,6 +146,18 @@ def test_verify_flags_are_checked_before_anything_runs(tree: Path, args: tuple[s
     assert bad.returncode == 2 and message in bad.stderr, bad.stderr
 
 
+@pytest.mark.parametrize("flag, said", [
+    ("--scenarios=summ", "--scenarios: unknown scenario(s) ['summ'] (did you mean `sum`?)"),
+    ("--entries=f:float32[100000,100000]", "--entries: entry `f` input 0: float32[100000, 100000] has"),
+])
+def test_an_unknown_name_or_a_bad_entry_names_the_flag_it_came_from_once(tree: Path, flag: str, said: str) -> None:
+    user = tree / "user_model.py"
+    user.write_text(WRONG_BY_HAND)
+    bad = _run("--verify", flag, str(user))
+    assert bad.returncode == 2 and said in bad.stderr, bad.stderr
+    assert "--scenarios: scenarios" not in bad.stderr and "--entries: --entries" not in bad.stderr
+
+
 def test_entries_named_in_a_comment_do_not_hide_the_flag(tree: Path) -> None:
     user = tree / "user_model.py"
     user.write_text("# GRADCOMPAT_ENTRIES are given on the command line\n" + WRONG_BY_HAND)

@@ -188,7 +188,7 @@ def test_an_output_dir_that_is_a_file_is_a_usage_error_naming_it(report, tmp_pat
     with pytest.raises(SystemExit) as exit_info:
         main([str(_write(tmp_path, "check-tf2.12.json", report)), f"--output_dir={blocker}"])
     assert exit_info.value.code == 2
-    assert f"--output_dir={blocker} is a file, not a directory" in capsys.readouterr().err
+    assert f"--output_dir={blocker}: it is a file, not a directory" in capsys.readouterr().err
 
 
 def test_a_crash_while_rendering_leaves_the_old_output_folder_as_it_was(report, tmp_path, monkeypatch):

@@ -47,3 +47,13 @@ def test_a_missing_folder_is_created_and_a_file_in_its_place_is_refused(tmp_path
     (tmp_path / "taken").write_text("x")
     with pytest.raises(OutputDirError, match="is a file, not a directory"):
         write_all(tmp_path / "taken", NEW)
+
+
+def test_the_error_names_the_directory_not_a_flag_and_carries_path_and_reason(tmp_path):
+    (tmp_path / "taken").write_text("x")
+    with pytest.raises(OutputDirError) as raised:
+        write_all(tmp_path / "taken", NEW)
+    assert raised.value.path == str(tmp_path / "taken")
+    assert raised.value.reason.startswith("it is a file, not a directory; give a directory")
+    assert str(raised.value) == f"{tmp_path / 'taken'}: {raised.value.reason}"
+    assert "--output_dir" not in str(raised.value)

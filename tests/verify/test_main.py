@@ -35,3 +35,13 @@ def test_usage_errors_exit_2_with_one_line_naming_the_program(tmp_path):
 def test_importing_compat_verify_imports_no_tensorflow():
     code = "import sys, compat.verify, compat.verify._runner; print('tensorflow' in sys.modules)"
     assert _run("-c", code).stdout.strip() == "False"
+
+
+def test_an_unknown_name_or_a_bad_entry_names_the_flag_it_came_from(tmp_path):
+    (tmp_path / "ops.py").write_text("x = 1\n")
+    ops = str(tmp_path / "ops.py")
+    for flag, said in [("--scenarios=summ", "--scenarios: unknown scenario(s) ['summ'] (did you mean `sum`?)"),
+                       ("--contexts=eager_tap", "--contexts: unknown context(s) ['eager_tap']"),
+                       ("--entries=f:float32[3];f:float32[2]", "--entries: entry `f` is given twice")]:
+        done = _run("-m", "compat.apps.verify", ops, ops, flag)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
