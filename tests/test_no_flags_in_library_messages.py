@@ -23,7 +23,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("compat/contexts/saved_model.py", "--serve"): _CHILD,
     ("compat/contexts/saved_model_loader.py", "--serve"): "that child's own command line and usage line",
     ("compat/testing/plugin.py", "--gradcompat-variants"): "the name of the pytest option the plugin defines",
-    ("compat/distribute/multi_worker.py", "--specs"): "distribute/ was another helper's this round: still to do",
     ("compat/audit/rules.py", "--exclude"): "report text (GC000's help, in every SARIF audit report): changing it "
     "changes report bytes; still to do",
     **{("compat/reports/summary.py", flag): "report text (the table summary points compat-check's reader at the "

@@ -66,7 +66,8 @@ def _from_expression(text: str) -> Callable[..., Any]:
 
 
 def _from_file(text: str, path: Path, name: str) -> Callable[..., Any]:
-    from compat.probe import describe_exception, user_exception
+    from compat.exceptions import describe_exception
+    from compat.probe import user_exception
 
     problem = _not_a_python_file(path)
     if problem:
@@ -119,7 +120,8 @@ def try_loss(text: str, loss: Any, specs: Any) -> None:
     import tensorflow as tf
 
     from compat.downstream import as_downstream
-    from compat.probe import describe_exception, user_exception
+    from compat.exceptions import describe_exception
+    from compat.probe import user_exception
     from compat.signature import output_signature
 
     downstream = as_downstream(loss)

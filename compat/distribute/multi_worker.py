@@ -61,7 +61,7 @@ class MultiWorker(DistributedContext):
 def _problem(case: Case) -> str | None:
     if case.probe is None or not case.probe.spec.source:
         return ("multi_worker runs the spec in worker processes, which load it by its reference: pass it as a "
-                "catalogue name or path/to/file.py:NAME (compat-check --specs, compat.load_specs)")
+                "catalogue name or path/to/file.py:NAME, as compat.load_specs and compat-check's spec list take it")
     if case.downstream.name not in SCENARIOS:
         return f"the downstream `{case.downstream.name}` is not a built-in scenario the workers can rebuild"
     return batch_problem(case, WORKERS)
