@@ -13,8 +13,9 @@ _lock = threading.Lock()
 def next_number(namespace: str, key: str) -> int:
     """0, 1, 2, ... for successive calls with the same (namespace, key) in this process.
 
-    Counting per key, not process-wide, makes a spec's op and variable names the same whether its cells run in one
-    process or are spread over worker processes (`jobs=`) with other specs built before them.
+    Counting per key, not process-wide, keeps a spec's op and variable names independent of the other specs the
+    process built. They still depend on the process's history: a process that built the same spec before (a
+    notebook re-run, a test process) is further on, since TensorFlow's gradient registry never forgets a name.
     """
     with _lock:
         number = _taken[namespace, key]

@@ -22,8 +22,8 @@ def unique_name(prefix: str) -> str:
 
     TensorFlow's gradient registry is global: registering a name twice raises `KeyError: Registering two
     gradient with name ...`, so every build (a notebook re-run included) gets a fresh name. `n` counts the
-    names made with this prefix only, so a spec's names do not depend on which other specs this process built
-    before it: a check spread over worker processes (`jobs=`) names every op as one process does.
+    names made with this prefix only (`compat.naming.next_number`), so a spec's names do not depend on which other
+    specs this process built before it.
     """
     # Node and function names must start with a letter or digit and hold only ASCII word characters; a spec
     # may be named anything (`_private`, `градиент`, `<op>`), so non-ASCII and odd characters are dropped.

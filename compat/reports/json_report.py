@@ -28,6 +28,7 @@ DEFAULT_MAX_ARRAY_ELEMENTS = 1000
 a report of a 2,000,000-element input would otherwise take gigabytes. `--max_array_elements=0` embeds all."""
 _FIRST_VALUES = 10
 
+
 def as_dict(report: CheckReport, max_array_elements: int = DEFAULT_MAX_ARRAY_ELEMENTS) -> dict[str, Any]:
     """The report as plain JSON values; the contract is `check_report.schema.json` (schema_version 2).
 

@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from compat.json_values import NONFINITE, difference_from_dict
-from compat.json_values import json_float as _float
+from compat.json_values import NONFINITE, difference_from_dict, json_float
 from compat.results import ReplicaRecord, Upstream, VariantResult
 
 if TYPE_CHECKING:
@@ -40,7 +39,7 @@ def report_from_dict(data: dict[str, Any]) -> CheckReport:
         skipped=tuple(Skip(s["spec"], s["scenario"], s["reason"]) for s in data["skipped"]),
         reference=data["reference"], specs=tuple(data["specs"]), scenarios=tuple(data["scenarios"]),
         dtypes=tuple(data["dtypes"]), variants=tuple(data["variants"]), tensorflow=data["tensorflow"],
-        tolerances={dtype: {k: _float(v) for k, v in t.items()} for dtype, t in data["tolerances"].items()},
+        tolerances={dtype: {k: json_float(v) for k, v in t.items()} for dtype, t in data["tolerances"].items()},
         descriptions=dict(data.get("spec_descriptions", {})),
         scenario_descriptions=dict(data.get("scenario_descriptions", {})),
         units=tuple(UnitTime(u["spec"], u["dtype"], float(u["seconds"])) for u in data.get("units", [])),
@@ -78,7 +77,7 @@ def _cell(data: dict[str, Any], values: dict[tuple[str, str, str, str], Any]) ->
     differences = tuple(difference_from_dict(d) for d in data["differences"])
     forward = tuple(ForwardCheck(f["reference"], f["status"], f["detail"],
                                  values[f["reference"], data["spec"], data["scenario"], data["dtype"]],
-                                 f.get("where", ""), None if "max_abs" not in f else _float(f["max_abs"]),
+                                 f.get("where", ""), None if "max_abs" not in f else json_float(f["max_abs"]),
                                  f.get("reason", ""))
                     for f in data.get("forward", []))
     return Cell(data["spec"], data["scenario"], data["dtype"], data["variant"], data["native"], data["status"],
