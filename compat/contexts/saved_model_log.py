@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from compat.comparison import Location, compare_arrays, compare_upstream
 from compat.contexts.base import Failed, Ran
 from compat.contexts.saved_model_loader import decode_array
-from compat.dtypes import tolerance_for
 from compat.exceptions import first_line
 from compat.probe import Probe
 from compat.results import Upstream, intern_array
@@ -111,11 +111,8 @@ def loader_notes(tape: Ran | Failed, gradients: Ran | Failed, tape_calls: Sequen
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
-    if a.shape != b.shape:
-        return False
-    tolerance = tolerance_for(a.dtype.name if a.dtype.kind == "f" or a.dtype.name == "bfloat16" else "float32")
-    return bool(np.allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=tolerance.rtol,
-                            atol=tolerance.atol, equal_nan=True))
+    """Same shape, dtype and values within the dtype's tolerance, as the comparison library decides."""
+    return not compare_arrays(Location("input_grad"), a, b)
 
 
 def _grad_differences(tape: Ran, gradients: Ran) -> list[str]:
@@ -136,8 +133,6 @@ def _upstream_differences(mine: tuple[Upstream, ...], theirs: tuple[Upstream, ..
     for index, (a, b) in enumerate(zip(mine, theirs, strict=False)):
         if a.kind != b.kind:
             problems.append(f"upstream[{index}] is {b.kind} under tf.gradients, {a.kind} under the tape")
-        elif a.value is not None and b.value is not None and not (
-                _close(a.value, b.value)
-                and (a.indices is None or (b.indices is not None and np.array_equal(a.indices, b.indices)))):
-            problems.append(f"upstream[{index}] values differ")
+        elif breaking := [d for d in compare_upstream(Location("upstream", index), a, b) if d.breaking]:
+            problems.append(f"upstream[{index}] differs ({breaking[0].kind}) between tf.gradients and the tape")
     return problems

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from compat.dtypes import tolerance_for
+from compat.comparison import Location, compare_arrays
 
 if TYPE_CHECKING:
     from compat.checker import Cell, CheckReport
@@ -101,13 +101,8 @@ def _same(a: Upstream, b: Upstream) -> bool:
 
 
 def _close(a: np.ndarray | None, b: np.ndarray | None) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    tolerance = tolerance_for(a.dtype)
-    return bool(np.isclose(a.astype(np.float64), b.astype(np.float64), rtol=tolerance.rtol, atol=tolerance.atol,
-                           equal_nan=True).all())
+    """Same shape, dtype and values within the dtype's tolerance (or both None), as the comparison library decides."""
+    return not compare_arrays(Location("upstream"), a, b)
 
 
 def describe(upstream: Upstream) -> str:
