@@ -142,6 +142,15 @@ def test_merge_refuses_shards_that_are_not_one_whole_run_naming_the_file(case: s
         assert "compat-rewrite --shard=2/2 --format=json" in done.stderr
 
 
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_tool_shards_merge_only_to_text_or_json_naming_the_tool_and_the_flag(fmt: str, tree: Path,
+                                                                             plain_shards: list[str]) -> None:
+    done = _run("compat.apps.merge", f"--format={fmt}", *plain_shards, cwd=tree)
+    assert done.returncode == 2, done.stderr
+    assert f"--format={fmt}: compat-rewrite reports merge to text (--format=table) or json" in done.stderr
+    assert not done.stdout
+
+
 def test_verify_shards_split_by_context_and_merge_into_the_whole_runs_reports(tree: Path) -> None:
     rewritten = tree.parent / "rewritten" / "sign_ste.py"
     rewritten.parent.mkdir(exist_ok=True)
