@@ -28,9 +28,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     **{("compat/reports/summary.py", flag): "report text (the table summary points compat-check's reader at the "
        "flags that show more): changing it changes every table report; still to do"
        for flag in ("--details", "--format", "--output")},
-    **{("compat/rewrite/report.py", flag): "render_text writes compat-rewrite's own stderr lines "
-       "(`compat-rewrite: ...`): still to move into compat/apps/rewrite.py"
-       for flag in ("--verify", "--nodefault_excludes")},
 }
 
 

@@ -65,7 +65,8 @@ def main(argv: list[str]) -> int:
 
 def _merge_tool(paths: list[str]) -> int:
     """compat-rewrite's or compat-verify's shards: their whole run's report, the tool's exit code."""
-    from compat.reports.merged_tools import TOOLS, merged_tool_report, render_tool_document, tool_of
+    from compat.apps._tool_text import tool_text
+    from compat.reports.merged_tools import TOOLS, merged_tool_report, tool_of
 
     loaded = []
     for path in paths:
@@ -79,7 +80,7 @@ def _merge_tool(paths: list[str]) -> int:
                            "(--format=table) or json")
     try:
         document = merged_tool_report(loaded)
-        out, err = render_tool_document(document, _FORMAT.value)
+        out, err = tool_text(document, _FORMAT.value)
     except ValueError as exc:
         raise _usage_error(flag_message(exc)) from None
     if _OUTPUT.value:

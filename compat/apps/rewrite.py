@@ -42,6 +42,7 @@ from compat.apps._common import (
 )
 from compat.apps._flag_text import flag_message
 from compat.apps._progress import progress_on_stderr
+from compat.apps._tool_text import not_proven_line, rewrite_text, summary_line
 from compat.audit.findings import display_path
 from compat.rewrite import FileResult, report, rewrite_paths
 from compat.rewrite.files import DEFAULT_MAX_FILE_BYTES, write_result
@@ -274,7 +275,7 @@ def _run_flags(paths: Sequence[str]) -> dict[str, Any]:
 
 def _document(results: Sequence[FileResult], verified: dict[str, Any], excluded: Sequence[str],
               paths: Sequence[str], seconds: dict[str, float], walked: Sequence[str]) -> dict[str, Any]:
-    """The run's JSON document; the text report is rendered from it (compat.rewrite.report.render_text)."""
+    """The run's JSON document; the text report is rendered from it (apps/_tool_text.py)."""
     files = [r.as_dict() for r in results]
     document: dict[str, Any] = {
         "tool": "compat-rewrite", "version": __version__, "in_place": _IN_PLACE.value, "run": _run_flags(paths),
@@ -319,21 +320,13 @@ def main(argv: Sequence[str]) -> int:
     document = _document(results, verified, excluded, paths, seconds, walked)
     if _FORMAT.value == "json":
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        sys.stderr.write(report.summary_line(document["summary"]))
-        if any(not report.verified(r) for r in verified.values()):
-            sys.stderr.write("compat-rewrite: --verify: some rewrites were not proven equivalent (see above)\n")
+        sys.stderr.write(summary_line(document["summary"]) + not_proven_line(document))
     else:
-        out, err = report.render_text(document, _verify_report)
+        out, err = rewrite_text(document)
         _write_diff(out)
         sys.stderr.write(err)
     code: int = document["exit_code"]
     return code
-
-
-def _verify_report(document: dict[str, Any]) -> Any:
-    from compat.verify import VerifyReport
-
-    return VerifyReport.from_json(document)
 
 
 def _as_json(result: Any) -> Any:

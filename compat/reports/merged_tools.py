@@ -107,18 +107,3 @@ def _join_verify(ordered: Sequence[Loaded]) -> dict[str, Any]:
     whole["units"] = [unit for context in contexts for unit in owner[context][1]["units"]
                       if unit["context"] == context]
     return whole
-
-
-def render_tool_document(document: dict[str, Any], fmt: str) -> tuple[str, str]:
-    """(stdout, stderr) of the tool that wrote `document`, in its text (`table`) or JSON format."""
-    if fmt == "json":
-        return json.dumps(document, indent=2) + "\n", ""
-    from compat.verify import VerifyReport
-
-    if fmt != "table":
-        raise ValueError(f"format {fmt!r}: {TOOLS[document['tool']]} reports merge to text ('table') or 'json'")
-    if document["tool"] == REWRITE:
-        from compat.rewrite.report import render_text
-
-        return render_text(document, VerifyReport.from_json)
-    return VerifyReport.from_json(document).render_text(), ""
