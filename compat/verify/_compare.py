@@ -8,8 +8,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from compat.comparison import STATUS, Aspect, Difference, DifferenceKind, Location, compare_arrays, compare_upstream
-from compat.verify._report import VerifyCell
+from compat.verify._report import UpstreamStatus, VerifyCell
 from compat.verify._results import FORWARD, ORIGINAL_CONTEXT, Attempt, Calls, SideResult
+
+Upstreams = tuple[UpstreamStatus | None, str, tuple[Difference, ...]]
+"""How a cell's upstreams compare: status (None for the forward row), summary, differences."""
 
 
 def compare_sides(original: SideResult, rewritten: SideResult, entries: Sequence[str], contexts: Sequence[str],
@@ -42,9 +45,10 @@ def _exception_type(message: str) -> str:
 
 def _cell(original: SideResult, rewritten: SideResult, entry: str, scenario: str, context: str) -> VerifyCell:
     def cell(status: str, message: str = "", differences: tuple[Difference, ...] = (),
-             upstream: tuple[str, tuple[Difference, ...]] = ("not observable", ())) -> VerifyCell:
+             upstream: Upstreams = ("not_observable", "not observable", ())) -> VerifyCell:
+        upstream_status, summary, upstream_differences = upstream
         return VerifyCell(entry, scenario, context, status, differences, message,  # type: ignore[arg-type]
-                          upstream[0], upstream[1])
+                          summary, upstream_differences, upstream_status)
 
     problems = [_side_problem(original, entry, "original"), _side_problem(rewritten, entry, "rewritten")]
     if any(problems):
@@ -70,7 +74,7 @@ def _cell(original: SideResult, rewritten: SideResult, entry: str, scenario: str
     status = "differs" if any(d.breaking for d in differences) else "same"
     random = status == "differs" and "random" in original.notes.get(entry, "")
     note = f"values differ, and the original's forward is random (see the note on `{entry}`)" if random else ""
-    upstream = ("", ()) if scenario == FORWARD else compare_calls(mine.calls, reference.calls)
+    upstream: Upstreams = (None, "", ()) if scenario == FORWARD else compare_calls(mine.calls, reference.calls)
     return cell(status, note, differences, upstream)
 
 
@@ -158,31 +162,33 @@ def _named(difference: Difference) -> Difference:
     return dataclasses.replace(difference, detail=detail)
 
 
-def compare_calls(mine: Calls | None, theirs: Calls | None) -> tuple[str, tuple[Difference, ...]]:
-    """A summary of the upstreams both sides' gradient functions received, and their differences.
+def compare_calls(mine: Calls | None, theirs: Calls | None) -> Upstreams:
+    """How the upstreams both sides' gradient functions received compare (status, summary, differences).
 
     Calls are matched as a multiset (a Session runs independent gradient functions in no fixed order).
     """
     if theirs is None:
-        return "not observable: the original registers no gradient function that can be instrumented", ()
+        return "not_observable", ("not observable: the original registers no gradient function that can be "
+                                  "instrumented"), ()
     if mine is None:
-        return "not observable: the rewritten module defines no tf.custom_gradient", ()
+        return "not_observable", "not observable: the rewritten module defines no tf.custom_gradient", ()
     if not mine and not theirs:
-        return "not called on either side", ()
+        return "not_called", "not called on either side", ()
     if not mine or not theirs:
-        return (f"observed on one side only ({len(mine)} call(s) in the rewrite, {len(theirs)} recorded in the "
-                f"original): its gradient function there cannot be instrumented or did not run"), ()
+        return "not_observable", (f"observed on one side only ({len(mine)} call(s) in the rewrite, {len(theirs)} "
+                                  f"recorded in the original): its gradient function there cannot be instrumented "
+                                  f"or did not run"), ()
     if len(mine) != len(theirs):
-        return "differs", (Difference("calls", Location("calls"), f"{len(mine)} call(s) in the rewrite, "
-                                                                  f"{len(theirs)} in the original"),)
+        return "differs", "differs", (Difference("calls", Location("calls"), f"{len(mine)} call(s) in the rewrite, "
+                                                                             f"{len(theirs)} in the original"),)
     unmatched = list(theirs)
     for call in mine:
         match = next((other for other in unmatched if not _call_differences(call, other)), None)
         if match is None:
             partner = unmatched[0]
-            return "differs", tuple(_named(d) for d in _call_differences(call, partner))
+            return "differs", "differs", tuple(_named(d) for d in _call_differences(call, partner))
         unmatched.remove(match)
-    return f"same ({len(mine)} call(s))", ()
+    return "same", f"same ({len(mine)} call(s))", ()
 
 
 def _call_differences(mine: tuple, theirs: tuple) -> list[Difference]:

@@ -11,6 +11,9 @@ from compat.json_values import difference_dict, difference_from_dict
 VerifyStatus = Literal["same", "differs", "error", "unsupported", "skipped"]
 VERIFY_STATUSES: tuple[VerifyStatus, ...] = ("same", "differs", "error", "unsupported", "skipped")
 _PASSING = frozenset({"same", "skipped", "unsupported"})
+UpstreamStatus = Literal["same", "differs", "not_called", "not_observable"]
+"""How the upstreams compared, in compat-check's words for a cell: `same`, `differs`, `not_called` (on neither
+side), `not_observable` (a side's gradient function cannot be instrumented, or ran on one side only)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +31,7 @@ class VerifyCell:
       upstream: what the gradient functions received, compared where both sides could be instrumented,
         else why not ("not observable: ..."); informational, it never sets the status.
       upstream_differences: differences between the upstreams, when they were compared.
+      upstream_status: `upstream` as a status (`UpstreamStatus`); None for the forward row, which has none.
     """
 
     entry: str
@@ -38,11 +42,12 @@ class VerifyCell:
     message: str = ""
     upstream: str = "not observable"
     upstream_differences: tuple[Difference, ...] = ()
+    upstream_status: UpstreamStatus | None = "not_observable"
 
     def to_json(self) -> dict[str, Any]:
         return {"entry": self.entry, "scenario": self.scenario, "context": self.context, "status": self.status,
                 "message": self.message, "differences": [difference_dict(d) for d in self.differences],
-                "upstream": self.upstream,
+                "upstream": self.upstream, "upstream_status": self.upstream_status,
                 "upstream_differences": [difference_dict(d) for d in self.upstream_differences]}
 
 
@@ -129,7 +134,7 @@ class VerifyReport:
         cells = tuple(VerifyCell(
             entry=c["entry"], scenario=c["scenario"], context=c["context"], status=c["status"],
             differences=tuple(difference_from_dict(d) for d in c["differences"]), message=c["message"],
-            upstream=c["upstream"],
+            upstream=c["upstream"], upstream_status=c.get("upstream_status", "not_observable"),
             upstream_differences=tuple(difference_from_dict(d) for d in c["upstream_differences"]))
             for c in document["cells"])
         return cls(original=document["original"], rewritten=document["rewritten"],

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 
+from compat.comparison import CellStatus
+from compat.results import Upstream
+from compat.verify import UpstreamStatus
 from compat.verify._compare import compare_sides
 from compat.verify._results import FORWARD, Attempt, SideResult
 
@@ -64,3 +69,37 @@ def test_a_random_original_is_named_in_the_differing_cell():
     cell = _cell(Attempt("ok", values=ONE), Attempt("ok", values=(np.zeros(3, np.float32),)),
                  notes={"f": "the original's forward is random: ..."})
     assert cell.status == "differs" and "random" in cell.message
+
+
+def _upstream(value: float, shape: tuple[int, ...] = (3,)) -> Upstream:
+    array = np.full(shape, value, np.float32)
+    return Upstream("dense", "float32", shape, array)
+
+
+def test_upstreams_compare_to_a_status_in_the_checks_words():
+    same, half = ((_upstream(1.0),),), ((_upstream(0.5),),)
+    cases = {
+        "same": (Attempt("ok", values=ONE, calls=same), Attempt("ok", values=ONE, calls=same)),
+        "differs": (Attempt("ok", values=ONE, calls=same), Attempt("ok", values=ONE, calls=half)),
+        "not_called": (Attempt("ok", values=ONE, calls=()), Attempt("ok", values=ONE, calls=())),
+        "not_observable": (Attempt("ok", values=ONE), Attempt("ok", values=ONE, calls=same)),
+    }
+    for status, (reference, mine) in cases.items():
+        cell = _cell(reference, mine)
+        assert cell.upstream_status == status, (status, cell.upstream)
+        assert cell.status == "same"  # informational: the upstreams never set the cell's status
+    differing = _cell(*cases["differs"])
+    assert differing.upstream == "differs" and differing.upstream_differences[0].where == "upstream[0]"
+    one_side = _cell(Attempt("ok", values=ONE, calls=()), Attempt("ok", values=ONE, calls=same))
+    assert one_side.upstream_status == "not_observable" and "observed on one side only" in one_side.upstream
+
+
+def test_the_forward_row_has_no_upstream_and_a_failed_cell_none_observed():
+    forward = _cell(Attempt("ok", values=ONE), Attempt("ok", values=ONE), FORWARD)
+    assert (forward.upstream_status, forward.upstream) == (None, "")
+    failed = _cell(Attempt("error", "ValueError: no"), Attempt("ok", values=ONE), FORWARD)
+    assert failed.upstream_status == "not_observable"
+
+
+def test_upstream_statuses_are_words_of_the_checks_cell_statuses():
+    assert set(typing.get_args(UpstreamStatus)) <= set(typing.get_args(CellStatus))
