@@ -6,10 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from compat.reports.merged_tools import REWRITE, TOOLS
 from compat.rewrite.report import EXIT_TODO, File, verified
 from compat.rewrite.todo import PREFIX as TODO_PREFIX
-from compat.verify import VerifyReport
 
 TODO_MARK = TODO_PREFIX.strip().rstrip(":")  # `# TODO(gradcompat)`
 
@@ -48,12 +46,18 @@ def rewrite_text(document: Mapping[str, Any]) -> tuple[str, str]:
     out = "".join(document.get("diffs", {}).values()) if not document["in_place"] else ""
     err = "".join(file_line(f) + "\n" for f in document["files"] if f["status"] != "unchanged" or f["sites"])
     for path, report in document.get("verify", {}).items():
-        err += verify_line(path, report if isinstance(report, str) else VerifyReport.from_json(report))
+        err += verify_line(path, report if isinstance(report, str) else _verify_report(report))
     if document["default_excluded"]:
         err += (f"compat-rewrite: not walked (default excludes; --nodefault_excludes walks them, naming a directory "
                 f"walks it): {', '.join(document['default_excluded'])}\n")
     err += summary_line(document["summary"])
     return out, err + not_proven_line(document)
+
+
+def _verify_report(document: dict[str, Any]) -> Any:
+    from compat.verify import VerifyReport  # numpy and ml_dtypes: only when a run verified (compat-rewrite starts fast)
+
+    return VerifyReport.from_json(document)
 
 
 def not_proven_line(document: Mapping[str, Any]) -> str:
@@ -65,10 +69,12 @@ def not_proven_line(document: Mapping[str, Any]) -> str:
 
 def tool_text(document: dict[str, Any], fmt: str) -> tuple[str, str]:
     """(stdout, stderr) of the tool that wrote `document`, in its text (`table`) or JSON format."""
+    from compat.reports.merged_tools import REWRITE, TOOLS
+
     if fmt == "json":
         return json.dumps(document, indent=2) + "\n", ""
     if fmt != "table":
         raise ValueError(f"format {fmt!r}: {TOOLS[document['tool']]} reports merge to text ('table') or 'json'")
     if document["tool"] == REWRITE:
         return rewrite_text(document)
-    return VerifyReport.from_json(document).render_text(), ""
+    return _verify_report(document).render_text(), ""

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,3 +68,14 @@ def test_tool_text_is_the_tools_own_text_or_its_json(fmt: str) -> None:
 def test_tool_text_refuses_a_format_the_tools_do_not_write() -> None:
     with pytest.raises(ValueError, match="compat-rewrite reports merge to text"):
         tool_text(_document(), "markdown")
+
+
+def test_compat_rewrite_starts_without_numpy_verify_or_the_reports() -> None:
+    """Its text needs compat.verify only for a run that verified: importing it (with numpy and ml_dtypes, most
+    of a second) on every start slowed each compat-rewrite run threefold."""
+    code = ("import sys, compat.apps.rewrite; print(sorted(m for m in ('numpy', 'ml_dtypes', 'compat.verify', "
+            "'compat.reports', 'tensorflow') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
