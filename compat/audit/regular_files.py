@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 import stat
 
+SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                 (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+"""(test of a mode, what a file of that mode is called) for the files that are neither regular nor directories."""
+
 
 class NotRegularFile(Exception):
     """`path` is not a regular file (its `mode` says what it is), or was `replaced` while it was being opened."""
@@ -48,3 +52,8 @@ def read_regular(path: str, limit: int, needle: bytes) -> bytes:
     except OSError:
         return b""
     return data if needle in data else b""
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is neither regular nor a directory is ("a FIFO", "a socket", ...), from its mode."""
+    return next((name for test, name in SPECIAL_KINDS if test(mode)), "a special file")

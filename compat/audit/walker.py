@@ -19,7 +19,7 @@ from typing import BinaryIO
 from compat.audit import token_scan
 from compat.audit.findings import FileResult, Finding
 from compat.audit.prefilter import LONGEST_TRIGGER, TRIGGERS, names_legacy_api
-from compat.audit.regular_files import NotRegularFile, open_regular
+from compat.audit.regular_files import NotRegularFile, open_regular, special_kind
 from compat.audit.rules import RULES
 
 # Files up to this size are read and decoded whole; larger ones are only streamed through the pre-filter.
@@ -178,12 +178,7 @@ def _describe(path: str, mode: int) -> str:
         except OSError as e:
             return f"cannot list directory ({e.strerror or e}); the files in it were not audited"
         return "is a directory, not a Python file"
-    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
-    return f"not a regular file ({kind}); the audit only opens regular files, so it was not read"
-
-
-_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return f"not a regular file ({special_kind(mode)}); the audit only opens regular files, so it was not read"
 
 
 def _scan_large(path: str, f: BinaryIO, head: bytes, size: int, limit: int, strict: bool) -> FileResult:

@@ -19,6 +19,7 @@ from compat.verify._entries import (
     parse_entries,
     read_entries,
 )
+from compat.verify._module_files import ModuleFileError
 from compat.verify._report import VERIFY_STATUSES, UpstreamStatus, VerifyCell, VerifyReport, VerifyStatus
 from compat.verify._runner import CONTEXTS, DEFAULT_CONTEXTS, VERIFY_HELP, verify_files, verify_rewrite
 
@@ -29,6 +30,7 @@ __all__ = [
     "ENTRIES_CONSTANT",
     "Entries",
     "EntriesError",
+    "ModuleFileError",
     "UpstreamStatus",
     "VERIFY_HELP",
     "VERIFY_STATUSES",

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import os
 import subprocess
 import sys
 import tempfile
 import time
-import tokenize
 from collections.abc import Sequence
 
 from compat.child import child_env, describe_exit, fatal_or_tail, kill_group, start, wait_until
@@ -28,6 +26,7 @@ from compat.verify._entries import (
     validate_entries,
 )
 from compat.verify._legacy import package_of
+from compat.verify._module_files import check_module_file, read_source
 from compat.verify._report import VerifyReport
 from compat.verify._results import (
     FORWARD,
@@ -75,13 +74,14 @@ def verify_rewrite(original_path: str, rewritten_source: str, entries: Entries |
     Raises:
       EntriesError: no entries were given, the original declares none and none can be inferred.
       ValueError: an unknown scenario or context; the message lists the valid ones.
-      OSError: the original cannot be read.
+      ModuleFileError: the original is missing, not a regular file (a directory, a FIFO: never opened), or
+        cannot be read or decoded; nothing has run.
     """
     with tempfile.TemporaryDirectory(prefix="gradcompat-verify-") as directory:
         rewritten_dir = os.path.join(directory, "rewritten")
         os.mkdir(rewritten_dir)
         rewritten_path = os.path.join(rewritten_dir, os.path.basename(original_path))
-        _, encoding = _read_source(original_path)
+        _, encoding = read_source(original_path)
         with open(rewritten_path, "w", encoding=encoding, newline="") as handle:
             handle.write(rewritten_source)
         return _verify(original_path, rewritten_path, "<rewritten source>", entries, scenarios, contexts,
@@ -91,22 +91,13 @@ def verify_rewrite(original_path: str, rewritten_source: str, entries: Entries |
 def verify_files(original_path: str, rewritten_path: str, entries: Entries | None = None, *,
                  scenarios: Sequence[str] | None = None, contexts: Sequence[str] = DEFAULT_CONTEXTS,
                  timeout_s: float = 300) -> VerifyReport:
-    """`verify_rewrite` for a rewritten module already in a file (imported with its own directory importable)."""
+    """`verify_rewrite` for a rewritten module already in a file (imported with its own directory importable);
+    ModuleFileError, before anything runs, when either file is missing or not a regular file."""
+    check_module_file(original_path, "original")
+    check_module_file(rewritten_path, "rewritten")
     with tempfile.TemporaryDirectory(prefix="gradcompat-verify-") as directory:
         return _verify(original_path, os.path.abspath(rewritten_path), rewritten_path, entries, scenarios,
                        contexts, timeout_s, directory)
-
-
-def _read_source(path: str) -> tuple[str, str]:
-    """(text, encoding) as Python reads the file: a PEP 263 coding line or a BOM decides the encoding."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    try:
-        return data.decode(encoding), encoding
-    except UnicodeDecodeError as exc:
-        raise EntriesError(f"{path}: cannot decode the source as {encoding} ({exc.reason} at byte {exc.start}); "
-                           f"save it in the encoding its coding line declares") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +150,7 @@ def _verify(original_path: str, rewritten_path: str, rewritten_label: str, entri
     original_path = os.path.abspath(original_path)
     contexts = _check_contexts(contexts)
     engine_scenarios = check_scenarios(scenarios)
-    source, _ = _read_source(original_path)
+    source, _ = read_source(original_path)
     plan = plan_entries(source, original_path, entries)
     job = dataclasses.replace(plan.job, scenarios=engine_scenarios, contexts=contexts)
     write_job(job, directory)

@@ -26,7 +26,9 @@ def test_usage_errors_exit_2_with_one_line_naming_the_program(tmp_path):
     ops = str(tmp_path / "ops.py")
     for args, message in [((ops,), "ORIGINAL.py REWRITTEN.py"), ((ops, ops, "--bogus"), "Unknown command line flag"),
                           ((ops, ops), "GRADCOMPAT_ENTRIES"), ((ops, ops, "--scenarios=summ"), "unknown scenario"),
-                          ((ops, ops, "--entries=f:float32[100000,100000]"), "10,000,000,000 elements")]:
+                          ((ops, ops, "--entries=f:float32[100000,100000]"), "10,000,000,000 elements"),
+                          ((ops, str(tmp_path / "gone.py")), "gone.py: no such file (the rewritten module)"),
+                          ((str(tmp_path), ops), "a directory, not a module (the original module)")]:
         done = _run("-m", "compat.apps.verify", *args)
         assert done.returncode == 2 and done.stderr.startswith("compat-verify: ") and message in done.stderr, done
         assert "oneDNN" not in done.stderr and "Traceback" not in done.stderr

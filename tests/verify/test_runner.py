@@ -6,12 +6,14 @@ entries: right rewrites, wrong ones, and one missing from the rewrite.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from compat.verify import EntriesError, VerifyReport, verify_files, verify_rewrite
+from compat.verify import EntriesError, ModuleFileError, VerifyReport, verify_files, verify_rewrite
 
 REPO = Path(__file__).absolute().parent.parent.parent
 GOOD_ENTRIES = ("ste", "half_ste", "defun_ste", "python_grad_ste", "two_outputs")
@@ -134,6 +136,45 @@ def test_bad_arguments_raise_saying_how_to_fix(tmp_path, write_pair):
         verify_files(str(legacy), str(rewritten))
     with pytest.raises(ValueError, match="choose from"):
         verify_files(str(legacy), str(rewritten), {"f": [("float32", [2])]}, contexts=("graph",))
+
+
+def _raised_within(seconds: float, call) -> BaseException | None:
+    """What `call()` raised, run in a thread that may block forever (a FIFO opened for reading): the test fails
+    instead of hanging when it does not end in time."""
+    raised: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            call()
+            raised.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            raised.append(exc)
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert raised, f"still running after {seconds} s: a special file was opened and blocks"
+    return raised[0]
+
+
+@pytest.mark.parametrize("bad", ["fifo", "missing", "directory", "device"])
+@pytest.mark.parametrize("side", ["original", "rewritten"])
+def test_a_module_path_that_is_not_a_regular_file_is_refused_at_once_naming_it(tmp_path, write_pair, bad, side):
+    legacy, rewritten = write_pair(tmp_path, "x = 1\n", "x = 1\n")
+    target = tmp_path / "bad.py"
+    if bad == "fifo":
+        os.mkfifo(target)
+    elif bad == "directory":
+        target.mkdir()
+    paths = {"original": str(legacy), "rewritten": str(rewritten)}
+    paths[side] = "/dev/null" if bad == "device" else str(target)
+    started = time.monotonic()
+    exc = _raised_within(20, lambda: verify_files(paths["original"], paths["rewritten"], {"f": [("float32", [2])]}))
+    assert isinstance(exc, ModuleFileError), exc
+    assert str(exc).startswith(f"{paths[side]}: ") and f"(the {side} module)" in str(exc), exc
+    assert time.monotonic() - started < 5  # refused before any child process starts
+    if side == "original":
+        exc = _raised_within(20, lambda: verify_rewrite(paths["original"], "x = 1\n", {"f": [("float32", [2])]}))
+        assert isinstance(exc, ModuleFileError), exc
 
 
 def _corpus() -> list[Path]:
