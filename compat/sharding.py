@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from compat.regular_files import UnreadableJson, read_json
+
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
@@ -73,8 +75,8 @@ def load_durations(path: str | Path, flag: str = "durations", command: str = "co
         says to give a report `command` wrote.
     """
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = read_json(path)
+    except UnreadableJson as exc:
         raise ValueError(f"{flag}={path}: not a readable JSON report ({exc}); give a report written by "
                          f"{command} in its JSON format") from None
     units = data.get("units") if isinstance(data, dict) else None

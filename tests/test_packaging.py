@@ -185,7 +185,8 @@ def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Install
 def test_wheel_has_every_module_and_data_file(built: Built) -> None:
     with zipfile.ZipFile(built.wheel) as zf:
         names = set(zf.namelist())
-    expected = repo_files(f"{PACKAGE}/**/*.py") + repo_files(f"{PACKAGE}/data/*") + repo_files(f"{PACKAGE}/py.typed")
+    expected = (repo_files(f"{PACKAGE}/**/*.py") + repo_files(f"{PACKAGE}/data/*") + repo_files(f"{PACKAGE}/py.typed")
+                + repo_files(f"{PACKAGE}/reports/*.schema.json"))  # compat-merge and compat.releases read them
     missing = sorted(set(expected) - names)
     assert not missing, (
         f"{built.wheel.name} lacks {missing}. A missing module usually means its directory has no "

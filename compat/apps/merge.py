@@ -41,12 +41,16 @@ def main(argv: list[str]) -> int:
         raise _usage_error(f"--details applies to --format=table; {_FORMAT.value} reports are always whole")
     if _OUTPUT.value:
         prepare_output(_OUTPUT.value)
+    from compat.regular_files import UnreadableJson
     from compat.reports.merged import merged_report, render_document
     from compat.reports.merged_tools import tool_of
 
     if len(argv) < 2:
         raise _usage_error("give the JSON reports of every shard of one run (compat-check --shard=K/N --format=json)")
-    tool, _ = tool_of(argv[1])
+    try:
+        tool, _ = tool_of(argv[1])
+    except UnreadableJson:
+        tool = None  # compat-check's loader says why
     if tool is not None:
         return _merge_tool(argv[1:])
     try:
@@ -66,11 +70,16 @@ def main(argv: list[str]) -> int:
 def _merge_tool(paths: list[str]) -> int:
     """compat-rewrite's or compat-verify's shards: their whole run's report, the tool's exit code."""
     from compat.apps._tool_text import tool_text
+    from compat.regular_files import UnreadableJson
     from compat.reports.merged_tools import TOOLS, merged_tool_report, tool_of
 
     loaded = []
     for path in paths:
-        tool, document = tool_of(path)
+        try:
+            tool, document = tool_of(path)
+        except UnreadableJson as exc:
+            raise _usage_error(f"{path}: not a readable JSON report ({exc}); make it with `--shard=K/N "
+                               "--format=json` as the other shards") from None
         if document is None:
             raise _usage_error(f"{path}: not a compat-rewrite or compat-verify JSON report; make it with "
                                "`--shard=K/N --format=json` as the other shards")

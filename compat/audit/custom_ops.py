@@ -7,8 +7,8 @@ import os
 import re
 from collections.abc import Iterable
 
-from compat.audit.regular_files import read_regular
 from compat.audit.walker import iter_python_files
+from compat.regular_files import read_regular
 
 NATIVE_SUFFIXES = (".cc", ".cpp", ".cxx", ".cu")
 """C++/CUDA sources searched for `REGISTER_OP` (`roi_pooling_op.cc`, `kernels.cu.cc`)."""

@@ -14,10 +14,10 @@ from compat.audit import custom_ops
 from compat.audit import data as tf_data
 from compat.audit.branches import exclusive
 from compat.audit.findings import FileResult, Finding, Site, display_path
-from compat.audit.regular_files import read_regular
 from compat.audit.rules import RULES, Severity
 from compat.audit.visitor import audit_tree
 from compat.audit.walker import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PARSE_BYTES, iter_python_files, read_and_parse
+from compat.regular_files import read_regular
 
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_MIN_FILES = 48

@@ -19,8 +19,8 @@ from typing import BinaryIO
 from compat.audit import token_scan
 from compat.audit.findings import FileResult, Finding
 from compat.audit.prefilter import LONGEST_TRIGGER, TRIGGERS, names_legacy_api
-from compat.audit.regular_files import NotRegularFile, open_regular, special_kind
 from compat.audit.rules import RULES
+from compat.regular_files import NotRegularFile, open_regular, special_kind
 
 # Files up to this size are read and decoded whole; larger ones are only streamed through the pre-filter.
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024

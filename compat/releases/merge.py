@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from compat._version import __version__ as _VERSION
+from compat.regular_files import UnreadableJson, read_json
 from compat.releases.schema import SchemaMismatch, validate
 
 MATRIX_SCHEMA_VERSION = 1
@@ -71,12 +72,9 @@ def check_report_schema() -> dict[str, Any]:
 
 def _read_json(path: Path, remake: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return read_json(path)
+    except UnreadableJson as exc:
         raise ValueError(f"{path}: not a readable JSON report ({exc}); {remake}") from None
-    except RecursionError:
-        raise ValueError(f"{path}: nested too deep for Python's JSON parser; a compat-check report never is; "
-                         f"{remake}") from None
 
 
 def _unique_cells(report: dict[str, Any]) -> None:

@@ -49,7 +49,7 @@ def validate(document: Any, schema: dict[str, Any]) -> None:
     check_keywords(schema)
     deep = too_deep(document, MAX_DEPTH)
     if deep is not None:
-        raise SchemaMismatch(deep, f"nested more than {MAX_DEPTH} arrays or objects deep; a compat-check report "
+        raise SchemaMismatch(deep, f"nested more than {MAX_DEPTH} arrays or objects deep; a gradcompat report "
                                    "never is")
     problem = _Checker(schema).problem(document, schema, None)
     if problem is not None:

@@ -14,8 +14,8 @@ import libcst as cst
 from compat.audit import token_scan
 from compat.audit.custom_ops import registered_op_types
 from compat.audit.engine import audit_file
-from compat.audit.regular_files import NotRegularFile, open_regular
 from compat.audit.walker import iter_python_files
+from compat.regular_files import NotRegularFile, open_regular
 from compat.rewrite import tree
 from compat.rewrite.engine import rewrite_source
 from compat.rewrite.kept import TreeFacts

@@ -7,8 +7,8 @@ import os
 import stat
 import tokenize
 
-from compat.audit.regular_files import NotRegularFile, open_regular, special_kind
 from compat.errors import Error
+from compat.regular_files import NotRegularFile, open_regular, special_kind
 
 
 class ModuleFileError(Error, ValueError):

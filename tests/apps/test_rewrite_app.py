@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from compat.reports.merged_tools import check_tool_report
+
 REPO = Path(__file__).resolve().parent.parent.parent
 LEGACY = REPO / "tests" / "data" / "legacy"
 EXPECTED = REPO / "tests" / "data" / "legacy_expected"
@@ -52,6 +54,7 @@ def test_json_reports_files_and_sites(tree: Path) -> None:
     done = _run("--format=json", str(tree / "flip_gradient.py"), str(tree / "sign_ste.py"))
     assert done.returncode == 1
     report = json.loads(done.stdout)
+    check_tool_report("stdout", report)  # compat/reports/rewrite_report.schema.json
     assert report["summary"]["rewritten"] == 2 and report["summary"]["sites_todo"] == 0
     flip = report["files"][0]
     assert flip["status"] == "rewritten"
@@ -241,6 +244,7 @@ def test_non_utf8_file_name_in_json_and_in_a_diff_on_a_strict_utf8_stdout(tmp_pa
     with open(name, "wb") as handle:
         handle.write((LEGACY / "sign_ste.py").read_bytes())
     done = _run("--format=json", str(tmp_path))
+    check_tool_report("stdout", json.loads(done.stdout))
     entry = json.loads(done.stdout)["files"][0]
     assert entry["path"].endswith("caf\\xe9.py") and bytes.fromhex(entry["path_bytes_hex"]) == name
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONIOENCODING": "utf-8:strict"}
@@ -255,6 +259,7 @@ def test_non_utf8_file_name_in_json_and_in_a_diff_on_a_strict_utf8_stdout(tmp_pa
 def _walked(*args: str) -> set[str]:
     done = _run("--format=json", *args)
     assert done.returncode in (0, 1, 4), done.stderr
+    check_tool_report("stdout", json.loads(done.stdout))
     return {f["path"] for f in json.loads(done.stdout)["files"]}
 
 

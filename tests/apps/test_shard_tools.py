@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from compat.reports.merged_tools import check_tool_report
 from compat.reports.timings import without_timings
 
 pytestmark = pytest.mark.slow  # a whole-system run: `pytest --runslow` (CI) runs it
@@ -91,6 +92,8 @@ def test_rewrite_verify_shards_merge_into_the_whole_runs_json_and_text(rewrite_r
     assert {s["version"] for s in shards} == {whole["version"]}
     merged = _run("compat.apps.merge", "--format=json", *rewrite_runs["shards"], cwd=tree)
     assert merged.returncode == rewrite_runs["json"].returncode, merged.stderr
+    for document in [whole, *shards, json.loads(merged.stdout)]:
+        check_tool_report("report", document)  # compat/reports/rewrite_report.schema.json
     assert without_timings(json.loads(merged.stdout)) == without_timings(whole)
     text = _run("compat.apps.merge", *rewrite_runs["shards"], cwd=tree)
     assert text.returncode == rewrite_runs["text"].returncode
@@ -167,6 +170,8 @@ def test_verify_shards_split_by_context_and_merge_into_the_whole_runs_reports(tr
     assert [d["contexts"] for d in documents] == [["v1_session"], ["eager_tape"]]
     merged = _run("compat.apps.merge", "--format=json", *map(str, shards), cwd=tree)
     assert merged.returncode == whole_json.returncode == 0, merged.stderr
+    for document in [*documents, json.loads(merged.stdout), json.loads(whole_json.stdout)]:
+        check_tool_report("report", document)  # compat/reports/verify_report.schema.json
     assert without_timings(json.loads(merged.stdout)) == without_timings(json.loads(whole_json.stdout))
     text = _run("compat.apps.merge", *map(str, shards), cwd=tree)
     assert (text.returncode, text.stdout) == (whole_text.returncode, whole_text.stdout)

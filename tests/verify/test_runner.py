@@ -6,6 +6,7 @@ entries: right rewrites, wrong ones, and one missing from the rewrite.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from compat.reports.merged_tools import check_tool_report
 from compat.verify import EntriesError, ModuleFileError, VerifyReport, verify_files, verify_rewrite
 
 REPO = Path(__file__).absolute().parent.parent.parent
@@ -101,6 +103,7 @@ def test_text_and_json_name_every_failure(report):
     assert "NOT PROVEN EQUIVALENT" in text and "wrong_scale / sum / v1_session, eager_tape, function_tape" in text
     document = report.to_json()
     assert document["ok"] is False and document["summary"]["differs"] > 0
+    check_tool_report("report", json.loads(json.dumps(document)))  # compat/reports/verify_report.schema.json
     assert {"entry", "scenario", "context", "status", "differences", "upstream"} <= set(document["cells"][0])
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+from typing import Any
 
 SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -57,3 +59,31 @@ def read_regular(path: str, limit: int, needle: bytes) -> bytes:
 def special_kind(mode: int) -> str:
     """What a file that is neither regular nor a directory is ("a FIFO", "a socket", ...), from its mode."""
     return next((name for test, name in SPECIAL_KINDS if test(mode)), "a special file")
+
+
+class UnreadableJson(ValueError):
+    """A file that cannot be read as a JSON document; the message says why, without the path (callers name it)."""
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """The JSON document in the regular file `path` (UTF-8).
+
+    Raises UnreadableJson when `path` is not a regular file (never opened: a FIFO would block, a device such as
+    /dev/zero would stream forever), cannot be read, is not UTF-8 JSON, or nests too deep for Python's parser.
+    """
+    try:
+        fd, _ = open_regular(os.fspath(path))
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read()
+    except NotRegularFile as exc:
+        what = "a directory" if stat.S_ISDIR(exc.mode) else special_kind(exc.mode)
+        why = "replaced by another file while being opened" if exc.replaced else f"{what}, not a regular file"
+        raise UnreadableJson(f"{why}: never read") from None
+    except OSError as exc:
+        raise UnreadableJson(exc.strerror or str(exc)) from None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UnreadableJson(str(exc)) from None
+    except RecursionError:
+        raise UnreadableJson("nested too deep for Python's JSON parser") from None
