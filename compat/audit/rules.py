@@ -63,11 +63,13 @@ _RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "GC005", "tf1-only-api", Severity.WARNING,
-        "TF1-only API in a file with legacy gradients",
+        "TF1-only API in a file with legacy or custom gradients",
         "A TF1 API that TF2 keeps only under `tf.compat.v1` (graph/session APIs such as "
         "`tf.get_default_graph`, `tf.Session`, `tf.placeholder`, `tf.py_func`), used in a file that also uses "
         "legacy gradient patterns. Spelled `tf.X` it is an AttributeError in TF2; spelled `tf.compat.v1.X` it "
-        "runs, but graph-only APIs then act on a graph that eager code and tf.GradientTape do not use.",
+        "runs, but graph-only APIs then act on a graph that eager code and tf.GradientTape do not use. In a file "
+        "whose gradients are `tf.custom_gradient` only (migrated code), only the `tf.X` spellings are reported: "
+        "they crash the forward or the gradient in TF2.",
         "Replace with the TF2 equivalent (`tf.function`, eager tensors, `tf.py_function`), or keep it "
         "consciously under `tf.compat.v1` while migrating.",
     ),

@@ -132,10 +132,12 @@ class ModuleAudit:
         self._check_numpy_calls()
         self._suggest_override_pairs()
         findings = list(self.findings)
-        if any(f.rule in _LEGACY_RULES for f in findings):
+        legacy = any(f.rule in _LEGACY_RULES for f in findings)
+        if legacy or self.custom_gradient_fns:
+            # With TF2 custom gradients only (a migrated file), just the names TF2 lacks: a crash there, not a choice.
             for node in nodes_on_lines(self.tree.body, LineSet(self.source, self._tf_alias_pattern())):
                 if isinstance(node, ast.Attribute | ast.Name) and isinstance(node.ctx, ast.Load):
-                    self._visit_name(node)
+                    self._visit_name(node, missing_in_tf2_only=not legacy)
             findings.extend(self.tf1_findings)
         return FileResult(
             path=self.path,
@@ -323,11 +325,13 @@ class ModuleAudit:
             if close else "Use the exact, case-sensitive op type of the op you want to override.",
         )
 
-    def _visit_name(self, node: ast.Attribute | ast.Name) -> None:
+    def _visit_name(self, node: ast.Attribute | ast.Name, missing_in_tf2_only: bool = False) -> None:
         public = tf_public_name(self.imports.qualname(node))
         if public is None or public[0] not in self.data.tf1_only_apis:
             return
         name, via_v1 = public
+        if via_v1 and missing_in_tf2_only:
+            return
         self._add(
             "GC005", node,
             suggestions.tf1_api_problem(name, via_v1),

@@ -142,6 +142,49 @@ def test_gc005_only_in_files_with_legacy_patterns(audit_source):
     assert rules_of(plain) == []
 
 
+MIGRATED = """
+import tensorflow as tf
+import tensorflow.compat.v1 as v1
+
+@tf.custom_gradient
+def noisy_identity(x):
+    def grad(dy):
+        return dy + tf.random_uniform(tf.shape(dy)) * v1.random_uniform([])
+    return tf.identity(x), grad
+
+sess = tf.Session()
+"""
+
+
+def test_gc005_in_a_file_with_custom_gradients_only_reports_the_names_tf2_lacks(audit_source):
+    """compat-rewrite moves a RegisterGradient body into a tf.custom_gradient as it is: a `tf.random_uniform`
+    there is an AttributeError when the gradient runs in TF2 (a real DoReFa file did that). `v1.random_uniform`
+    runs, so a file without legacy patterns does not hear of it."""
+    report = audit_source(MIGRATED)
+    gc005 = [(f.line, f.message.split(" ")[0]) for f in report.findings if f.rule == "GC005"]
+    assert gc005 == [(8, "tf.random_uniform"), (11, "tf.Session")], report.findings
+    assert rules_of(audit_source(MIGRATED.replace("@tf.custom_gradient\n", ""))) == []
+
+
+def test_an_audit_after_compat_rewrite_still_sees_tf1_apis_the_moved_gradient_calls(tmp_path_factory, audit_source):
+    from compat.rewrite import rewrite_file
+
+    legacy = tmp_path_factory.mktemp("original") / "legacy.py"  # audit_source audits its own tmp_path
+    legacy.write_text(
+        "import tensorflow as tf\n\n\n"
+        "@tf.RegisterGradient('NoisyGrad')\n"
+        "def _noisy_grad(op, grad):\n"
+        "    return grad + tf.random_uniform(tf.shape(grad))\n\n\n"
+        "def f(x):\n"
+        "    with tf.get_default_graph().gradient_override_map({'Identity': 'NoisyGrad'}):\n"
+        "        return tf.identity(x)\n")
+    result = rewrite_file(str(legacy))
+    assert [site.outcome for site in result.sites] == ["rewritten", "rewritten"], result.sites
+    assert "RegisterGradient" not in result.rewritten and "tf.random_uniform" in result.rewritten
+    report = audit_source(result.rewritten, name="rewritten.py")
+    assert [f.message.split(" ")[0] for f in report.findings] == ["tf.random_uniform"], report.findings
+
+
 def test_gc005_names_each_tf1_api(audit_source):
     report = audit_source(SIGN_OVERRIDE + "\nsess = tf.Session()\np = tf.placeholder(tf.float32)\n"
                           "opt = tf.train.AdamOptimizer()\ny = tf.py_func(abs, [p], tf.float32)\n"
