@@ -77,6 +77,8 @@ def verify_rewrite(original_path: str, rewritten_source: str, entries: Entries |
       ModuleFileError: the original is missing, not a regular file (a directory, a FIFO: never opened), or
         cannot be read or decoded; nothing has run.
     """
+    _check_contexts(contexts)  # names first: a typo is said before any file is read
+    check_scenarios(scenarios)
     with tempfile.TemporaryDirectory(prefix="gradcompat-verify-") as directory:
         rewritten_dir = os.path.join(directory, "rewritten")
         os.mkdir(rewritten_dir)
@@ -93,6 +95,8 @@ def verify_files(original_path: str, rewritten_path: str, entries: Entries | Non
                  timeout_s: float = 300) -> VerifyReport:
     """`verify_rewrite` for a rewritten module already in a file (imported with its own directory importable);
     ModuleFileError, before anything runs, when either file is missing or not a regular file."""
+    _check_contexts(contexts)  # names first: a typo is said before any file is read
+    check_scenarios(scenarios)
     check_module_file(original_path, "original")
     check_module_file(rewritten_path, "rewritten")
     with tempfile.TemporaryDirectory(prefix="gradcompat-verify-") as directory:
